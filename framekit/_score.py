@@ -1,0 +1,44 @@
+"""The result of one evaluator on one record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Direction = Literal["maximize", "minimize"]
+
+
+@dataclass(frozen=True)
+class Score:
+    """One evaluator's verdict on one record.
+
+    ``value`` is in [0, 1] and is ``None`` when the evaluation failed; ``error`` then holds a
+    one-line reason. A failure is never reported as a score of 0.
+
+    Examples
+    --------
+    >>> s = Score(name="coherence", value=0.75, label="Generally Yes", explanation="ok",
+    ...           threshold=0.5)
+    >>> s.passed
+    True
+    >>> Score(name="coherence", value=None, error="judge refused").passed is None
+    True
+    """
+
+    name: str
+    value: float | None
+    label: str | None = None
+    explanation: str | None = None
+    threshold: float = 0.5
+    direction: Direction = "maximize"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """``value >= threshold`` (``<=`` when minimizing); ``None`` when there is no value."""
+        if self.value is None:
+            return None
+        if self.direction == "minimize":
+            return self.value <= self.threshold
+        return self.value >= self.threshold

@@ -1,0 +1,1 @@
+"""The machinery behind ``evaluate_dataframe``: cache, rate limiter, executor and planner."""

@@ -1,0 +1,120 @@
+"""Request pacing: requests-per-minute and tokens-per-minute buckets plus 429 back-off.
+
+Every worker asks the limiter before each attempt. Requests are spaced evenly (no burst
+at start-up) because providers count requests over sliding windows: a burst that is
+"within the minute's budget" still draws 429s. On a 429 all workers pause until the
+server's ``Retry-After`` (or a jittered back-off), the request rate drops
+multiplicatively, and then recovers additively with each success (AIMD).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+
+class TokenBucket:
+    """A bucket refilled at ``rate`` units per second, holding at most ``capacity``."""
+
+    def __init__(self, rate: float, capacity: float) -> None:
+        self.rate = rate
+        self.capacity = capacity
+        self.level = capacity
+        self.stamp = time.monotonic()
+
+    def _refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.stamp) * self.rate)
+        self.stamp = now
+
+    def wait_time(self, amount: float, now: float) -> float:
+        """Seconds until ``amount`` is available (0 when it is now)."""
+        self._refill(now)
+        # A request larger than the whole bucket may go once the bucket is full.
+        needed = min(amount, self.capacity)
+        if self.level >= needed:
+            return 0.0
+        return (needed - self.level) / self.rate
+
+    def take(self, amount: float) -> None:
+        self.level -= amount
+
+    def give_back(self, amount: float) -> None:
+        self.level = min(self.capacity, self.level + amount)
+
+
+class RateLimiter:
+    """Shared pacing for one judge endpoint within one run.
+
+    Parameters
+    ----------
+    rpm, tpm
+        Requests and tokens per minute; ``None`` means unlimited.
+    seed
+        Seeds the back-off jitter (tests).
+    """
+
+    #: Fraction of the configured rate kept after each 429.
+    DECREASE = 0.7
+    #: Fraction of the configured rate regained per successful request.
+    RECOVER = 0.02
+
+    def __init__(self, rpm: float | None = None, tpm: float | None = None, seed: int | None = None):
+        self.rpm = rpm
+        self.tpm = tpm
+        self._rng = random.Random(seed)
+        self._rate_factor = 1.0
+        self._requests: TokenBucket | None = None
+        if rpm:
+            rate = rpm / 60.0
+            # Room for one request at a time: even spacing, never a start-up burst.
+            self._requests = TokenBucket(rate, capacity=1.0)
+        self._tokens = TokenBucket(tpm / 60.0, capacity=tpm / 60.0) if tpm else None
+        self._paused_until = 0.0
+        self._lock = asyncio.Lock()
+        self.rate_limited = 0
+
+    async def acquire(self, tokens: int = 0) -> None:
+        """Wait until one request of about ``tokens`` tokens may be sent."""
+        async with self._lock:
+            while True:
+                now = time.monotonic()
+                wait = self._paused_until - now
+                if self._requests is not None:
+                    wait = max(wait, self._requests.wait_time(1.0, now))
+                if self._tokens is not None and tokens:
+                    wait = max(wait, self._tokens.wait_time(tokens, now))
+                if wait <= 0:
+                    break
+                await asyncio.sleep(wait)
+            if self._requests is not None:
+                self._requests.take(1.0)
+            if self._tokens is not None and tokens:
+                self._tokens.take(tokens)
+
+    def settle(self, estimated: int, actual: int | None) -> None:
+        """Correct the token bucket once ``usage`` tells the real token count."""
+        if self._tokens is not None and actual is not None:
+            self._tokens.give_back(estimated - actual)
+
+    def on_success(self) -> None:
+        if self._rate_factor < 1.0:
+            self._rate_factor = min(1.0, self._rate_factor + self.RECOVER)
+            self._apply_rate()
+
+    def on_rate_limited(self, retry_after: float | None, attempt: int) -> float:
+        """Pause every worker after a 429; returns the pause in seconds."""
+        self.rate_limited += 1
+        pause = retry_after if retry_after is not None else self.backoff(attempt)
+        self._paused_until = max(self._paused_until, time.monotonic() + pause)
+        self._rate_factor = max(0.05, self._rate_factor * self.DECREASE)
+        self._apply_rate()
+        return pause
+
+    def backoff(self, attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
+        """Full-jitter exponential back-off for attempt ``attempt`` (0-based)."""
+        return self._rng.uniform(0, min(cap, base * 2**attempt))
+
+    def _apply_rate(self) -> None:
+        if self._requests is not None and self.rpm:
+            self._requests.rate = self.rpm / 60.0 * self._rate_factor

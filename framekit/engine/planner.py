@@ -1,0 +1,289 @@
+"""From unique records to results: build requests, consult the cache, send only misses.
+
+``run_jobs`` is the heart of every run. A *job* is one evaluator with its judge and the
+distinct records of the frame (the frame layer has already collapsed duplicate rows).
+Identical requests across jobs are sent once; answers come from the cache when they can.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from framekit._errors import RecordError
+from framekit._score import Score
+from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.embeddings import EmbeddingBackend, embed_texts
+from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.stats import RunStats
+from framekit.evaluators.base import Evaluator, Verdict
+from framekit.judges.base import ChatRequest, JudgeLike, resolve_judge
+from framekit.judges.litellm_judge import Judge
+from framekit.judges.local import LocalJudge
+from framekit.judges.structured import one_line
+
+
+@dataclass
+class RecordResult:
+    """One evaluator's result for one distinct record (shared by its duplicate rows)."""
+
+    value: float | None = None
+    label: str | None = None
+    explanation: str | None = None
+    error: str | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool | None = None
+    latency_s: float | None = None
+
+
+@dataclass
+class Job:
+    """One evaluator, its judge, and the distinct records it scores."""
+
+    evaluator: Evaluator
+    judge: Judge | LocalJudge
+    records: Sequence[Mapping[str, Any]]
+    weights: Sequence[int] | None = None  # rows behind each record, for progress
+    results: list[RecordResult] = field(default_factory=list)
+
+
+ProgressFn = Callable[[int, str], None]  # (rows, "done" | "cached" | "failed")
+
+
+def _chat_prefix(evaluator: Evaluator, judge: Judge) -> bytes:
+    ident = {"judge": judge.cache_identity(), "template": evaluator.cache_namespace()}
+    return json.dumps(ident, sort_keys=True).encode()
+
+
+def chat_key(prefix: bytes, request: ChatRequest) -> str:
+    """sha256 over judge identity, template version, messages and answer schema."""
+    body = json.dumps(
+        [request.messages, request.schema], ensure_ascii=False, default=str, separators=(",", ":")
+    )
+    h = hashlib.sha256(prefix)
+    h.update(body.encode("utf-8", "surrogatepass"))
+    return "chat:" + h.hexdigest()
+
+
+async def run_jobs(
+    jobs: Sequence[Job],
+    cache: Cache,
+    stats: RunStats,
+    progress: ProgressFn | None = None,
+    show_embedding_progress: bool = False,
+) -> None:
+    """Fill ``job.results`` for every job."""
+    report = progress or (lambda n, kind: None)
+    prepared: list[list[dict[str, Any] | None]] = []
+    for job in jobs:
+        job.results = [RecordResult() for _ in job.records]
+        weights = job.weights or [1] * len(job.records)
+        rows: list[dict[str, Any] | None] = []
+        for i, raw in enumerate(job.records):
+            try:
+                rows.append(job.evaluator.prepare(raw))
+            except RecordError as exc:
+                rows.append(None)
+                job.results[i].error = str(exc)
+                report(weights[i], "failed")
+        prepared.append(rows)
+
+    answers = await _chat_stage(jobs, prepared, cache, stats, report)
+    await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
+    for job, rows in zip(jobs, prepared):
+        weights = job.weights or [1] * len(job.records)
+        for i, record in enumerate(rows):
+            result = job.results[i]
+            if record is None or result.error is not None:
+                continue
+            if job.judge.kind == "llm":
+                report(weights[i], "cached" if result.cached else "done")
+            else:
+                report(weights[i], "done")
+    for job in jobs:
+        weights = job.weights or [1] * len(job.results)
+        failed = sum(w for r, w in zip(job.results, weights) if r.error)
+        stats.failures += failed
+        if failed:
+            stats.per_evaluator_failures[job.evaluator.name] = failed
+
+
+async def _chat_stage(
+    jobs: Sequence[Job],
+    prepared: list[list[dict[str, Any] | None]],
+    cache: Cache,
+    stats: RunStats,
+    report: ProgressFn,
+) -> dict[tuple[int, int], dict[str, Any]]:
+    """Answers of LLM judges, keyed by (job index, record index)."""
+    waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    requests: dict[str, tuple[Judge, ChatRequest]] = {}
+    for j, (job, rows) in enumerate(zip(jobs, prepared)):
+        judge = job.judge
+        if not isinstance(judge, Judge):
+            continue
+        prefix = _chat_prefix(job.evaluator, judge)
+        for i, record in enumerate(rows):
+            if record is None:
+                continue
+            try:
+                request = job.evaluator.build_request(record)
+            except RecordError as exc:
+                job.results[i].error = str(exc)
+                rows[i] = None
+                continue
+            key = chat_key(prefix, request)
+            waiting[key].append((j, i))
+            requests.setdefault(key, (judge, request))
+    stats.unique_requests += len(requests)
+    answers: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def settle(key: str, outcome: Outcome) -> None:
+        for j, i in waiting[key]:
+            result = jobs[j].results[i]
+            result.tokens, result.cost_usd = outcome.tokens, outcome.cost_usd
+            result.cached, result.latency_s = outcome.cached, outcome.latency_s
+            if outcome.answer is None:
+                result.error = outcome.error
+                report((jobs[j].weights or [1] * len(jobs[j].records))[i], "failed")
+            else:
+                answers[(j, i)] = outcome.answer
+
+    hits = cache.get_many(requests)
+    for key, entry in hits.items():
+        stats.cache_hits += 1
+        settle(
+            key,
+            Outcome(
+                entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True
+            ),
+        )
+    by_judge: dict[int, list[tuple[str, ChatRequest]]] = defaultdict(list)
+    judges: dict[int, Judge] = {}
+    for key, (judge, request) in requests.items():
+        if key not in hits:
+            by_judge[id(judge)].append((key, request))
+            judges[id(judge)] = judge
+    await asyncio.gather(
+        *(
+            ChatExecutor(judges[jid], cache, stats).run(items, settle)
+            for jid, items in by_judge.items()
+        )
+    )
+    return answers
+
+
+async def _embedding_stage(
+    jobs: Sequence[Job],
+    prepared: list[list[dict[str, Any] | None]],
+    answers: dict[tuple[int, int], dict[str, Any]],
+    cache: Cache,
+    stats: RunStats,
+    show_progress: bool,
+) -> None:
+    """Embed what verdicts need, then turn answers and vectors into verdicts."""
+    needs: dict[tuple[int, int], list[str]] = {}
+    backends: dict[str, EmbeddingBackend] = {}
+    backend_of: dict[tuple[int, int], str] = {}
+    texts_by_backend: dict[str, list[str]] = defaultdict(list)
+    for j, (job, rows) in enumerate(zip(jobs, prepared)):
+        ev = job.evaluator
+        for i, record in enumerate(rows):
+            if record is None or job.results[i].error is not None:
+                continue
+            try:
+                if isinstance(job.judge, LocalJudge):
+                    texts = ev.local_texts(record)
+                    backend: EmbeddingBackend | None = job.judge
+                else:
+                    texts = ev.embedding_texts(record, answers[(j, i)])
+                    backend = ev.embedding_backend(job.judge) if texts else None  # type: ignore[attr-defined]
+            except RecordError as exc:
+                job.results[i].error = str(exc)
+                continue
+            needs[(j, i)] = texts
+            if backend is not None and texts:
+                backends[backend.model_id] = backend
+                backend_of[(j, i)] = backend.model_id
+                texts_by_backend[backend.model_id].extend(texts)
+
+    vectors: dict[str, dict[str, np.ndarray]] = {}
+    failures: dict[str, str] = {}
+    for model_id, texts in texts_by_backend.items():
+        try:
+            vectors[model_id] = await embed_texts(
+                backends[model_id], texts, cache, stats, show_progress
+            )
+        except Exception as exc:
+            failures[model_id] = (
+                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}"
+            )
+
+    for (j, i), texts in needs.items():
+        job = jobs[j]
+        result = job.results[i]
+        record = prepared[j][i]
+        assert record is not None
+        model_id = backend_of.get((j, i))
+        if model_id in failures:
+            result.error = failures[model_id]
+            continue
+        vecs = [vectors[model_id][t] for t in texts] if model_id else []
+        try:
+            if isinstance(job.judge, LocalJudge):
+                verdict = job.evaluator.local_verdict(record, vecs)
+                result.tokens, result.cost_usd, result.cached = 0, 0.0, False
+            else:
+                verdict = job.evaluator.verdict(record, answers[(j, i)], vecs or None)
+        except RecordError as exc:
+            result.error = str(exc)
+            continue
+        except (KeyError, ValueError, TypeError) as exc:
+            result.error = f"could not read the judge's answer: {type(exc).__name__}: {one_line(str(exc), 120)}"
+            continue
+        _apply(result, verdict)
+
+
+def _apply(result: RecordResult, verdict: Verdict) -> None:
+    value = float(verdict.value)
+    result.value = min(1.0, max(0.0, value))
+    result.label, result.explanation = verdict.label, verdict.explanation
+
+
+async def score_one(
+    evaluator: Evaluator,
+    fields: Mapping[str, Any],
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+) -> Score:
+    """Score a single record (``Evaluator.ascore``): same engine, one record."""
+    resolved = resolve_judge(judge if judge is not None else evaluator.judge)
+    record = evaluator.prepare(fields)  # raises ValueError (RecordError) for a bad record
+    stats = RunStats(rows=1, evaluations=1)
+    job = Job(evaluator, resolved, [record])
+    started = time.perf_counter()
+    await run_jobs([job], resolve_cache(cache), stats)
+    stats.elapsed_s = time.perf_counter() - started
+    r = job.results[0]
+    verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation)
+    return evaluator.make_score(
+        verdict,
+        error=r.error,
+        metadata={
+            "judge": resolved.model,
+            "template_version": evaluator.version,
+            "tokens": r.tokens,
+            "cost_usd": r.cost_usd,
+            "cached": r.cached,
+        },
+    )

@@ -1,0 +1,61 @@
+"""What a run did: requests, cache hits, failures, tokens and cost."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class RunStats:
+    """Counters of one ``evaluate_dataframe`` run; ``fk.last_run()`` returns the latest.
+
+    ``requests_sent`` counts every HTTP attempt (retries and re-asks included);
+    ``cache_hits`` counts unique requests answered from the cache.
+    """
+
+    rows: int = 0
+    evaluations: int = 0
+    unique_requests: int = 0
+    requests_sent: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    retries: int = 0
+    rate_limited: int = 0
+    reasks: int = 0
+    tokens: int = 0
+    cost_usd: float | None = None
+    embeddings_computed: int = 0
+    elapsed_s: float = 0.0
+    per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: what was sent, what came from the cache, what failed, what it cost."""
+        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+        return (
+            f"framekit: {self.rows} rows x evaluators = {self.evaluations} scores in "
+            f"{self.elapsed_s:.1f}s; {self.requests_sent} requests sent, "
+            f"{self.cache_hits} cache hits, {self.failures} failed, "
+            f"{self.tokens} tokens, {cost}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_last_global: list[RunStats] = []
+
+
+def record_last(stats: RunStats) -> None:
+    _last_global[:] = [stats]
+
+
+def last_run() -> RunStats | None:
+    """The statistics of the most recent run in this process (``None`` before any).
+
+    Examples
+    --------
+    >>> import framekit as fk
+    >>> stats = fk.last_run()  # after fk.evaluate_dataframe(...)
+    """
+    return _last_global[0] if _last_global else None

@@ -1,0 +1,189 @@
+"""The shape every evaluator shares.
+
+An evaluator turns one record (a dict of canonical fields: ``input``, ``output``,
+``context``, ``history``) into a :class:`~framekit.Score`. It never calls a judge itself:
+it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
+so that the engine can deduplicate, cache, pace and retry every call for a whole frame.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from framekit._errors import InputError, MappingError, RecordError
+from framekit._score import Direction, Score
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from framekit.engine.cache import Cache
+    from framekit.judges.base import ChatRequest, JudgeLike
+
+FIELDS = ("input", "output", "context", "history")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """An evaluator's reading of the judge's answer for one record."""
+
+    value: float
+    label: str | None
+    explanation: str | None
+
+
+def snake_case(name: str) -> str:
+    """``ResponseRelevance`` -> ``response_relevance``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+class Evaluator(ABC):
+    """Base class of every evaluator.
+
+    Subclasses declare ``required_fields`` / ``optional_fields`` and implement the two
+    judge paths: :meth:`build_request` + :meth:`verdict` for an LLM judge, and
+    :meth:`local_texts` + :meth:`local_verdict` for the offline judge.
+    """
+
+    required_fields: ClassVar[tuple[str, ...]] = ()
+    optional_fields: ClassVar[tuple[str, ...]] = ()
+    default_threshold: ClassVar[float] = 0.5
+    direction: Direction = "maximize"
+    version: str = "v0"
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        threshold: float | None = None,
+        judge: JudgeLike | None = None,
+    ) -> None:
+        self.name = name or snake_case(type(self).__name__)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
+            raise InputError(f"evaluator name {self.name!r} must be a valid column prefix")
+        self.threshold = self.default_threshold if threshold is None else float(threshold)
+        if not 0.0 <= self.threshold <= 1.0:
+            raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
+        self.judge = judge
+
+    # -- fields ---------------------------------------------------------------------
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every field this evaluator reads (required first)."""
+        return self.required_fields + self.optional_fields
+
+    def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
+        """Raise :class:`MappingError` when a required field has no source."""
+        missing = [f for f in self.required_fields if f not in available]
+        if missing:
+            raise MappingError(
+                f"evaluator {self.name!r} needs field {missing[0]!r}, which is not mapped; "
+                f"map it with mapping={{{missing[0]!r}: <column>}}. "
+                f"Available columns: {', '.join(map(repr, columns)) or '(none)'}"
+            )
+
+    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        """Check and normalise one record; raise :class:`RecordError` to fail that row."""
+        record = {f: fields.get(f) for f in self.fields}
+        for f in self.required_fields:
+            if record[f] is None:
+                raise RecordError(f"field {f!r} is null")
+        return record
+
+    # -- LLM judge path -------------------------------------------------------------
+    @abstractmethod
+    def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
+        """The chat request that asks an LLM judge about one prepared record."""
+
+    def cache_namespace(self) -> str:
+        """Identifies the evaluator's template and version in cache keys."""
+        return f"{type(self).__name__}:{self.version}"
+
+    def embedding_texts(self, record: Mapping[str, Any], answer: Mapping[str, Any]) -> list[str]:
+        """Texts to embed after the judge answered (none for most evaluators)."""
+        return []
+
+    @abstractmethod
+    def verdict(
+        self,
+        record: Mapping[str, Any],
+        answer: Mapping[str, Any],
+        vectors: list[np.ndarray] | None = None,
+    ) -> Verdict:
+        """Read the judge's parsed answer (and any embeddings) into a verdict."""
+
+    # -- offline judge path ---------------------------------------------------------
+    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
+        """Texts the offline judge must embed for this record."""
+        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+
+    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
+        """The offline verdict from the embeddings of :meth:`local_texts`."""
+        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+
+    # -- one record -----------------------------------------------------------------
+    def make_score(
+        self,
+        verdict: Verdict | None,
+        error: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Score:
+        return Score(
+            name=self.name,
+            value=None if verdict is None else verdict.value,
+            label=None if verdict is None else verdict.label,
+            explanation=None if verdict is None else verdict.explanation,
+            threshold=self.threshold,
+            direction=self.direction,
+            metadata=metadata or {},
+            error=error,
+        )
+
+    async def ascore(
+        self,
+        *,
+        judge: JudgeLike | None = None,
+        cache: Cache | str | bool | None = None,
+        **fields: Any,
+    ) -> Score:
+        """Score one record; awaitable form of :meth:`score`."""
+        from framekit.engine.planner import score_one
+
+        return await score_one(self, fields, judge=judge, cache=cache)
+
+    def score(
+        self,
+        *,
+        judge: JudgeLike | None = None,
+        cache: Cache | str | bool | None = None,
+        **fields: Any,
+    ) -> Score:
+        """Score one record given as keyword fields (``input=..., output=...``).
+
+        A record that cannot be evaluated (a null or empty required field) raises
+        ``ValueError``; a failed judge call returns a :class:`Score` whose ``error`` says why.
+        """
+        from framekit._aio import run_sync
+
+        return run_sync(self.ascore(judge=judge, cache=cache, **fields))
+
+    def describe(self) -> str:
+        """Fields, scale, threshold and template version, in a few lines."""
+        req = ", ".join(self.required_fields) or "-"
+        opt = ", ".join(self.optional_fields) or "-"
+        return (
+            f"{type(self).__name__} (name={self.name!r}, version={self.version})\n"
+            f"  fields: required {req}; optional {opt}\n"
+            f"  scale: {self.scale_text()}\n"
+            f"  passes when score {'>=' if self.direction == 'maximize' else '<='} "
+            f"{self.threshold}"
+        )
+
+    def scale_text(self) -> str:
+        return "[0, 1]"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, threshold={self.threshold})"

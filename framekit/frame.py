@@ -1,0 +1,348 @@
+"""``evaluate_dataframe``: score the rows of a table and append typed result columns."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import polars as pl
+
+from framekit._aio import run_sync
+from framekit._errors import FramekitError, InputError
+from framekit._frames import FrameIn, from_polars, to_polars
+from framekit._mapping import MappingValue, resolve_mapping
+from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.planner import Job, RecordResult, run_jobs
+from framekit.engine.stats import RunStats, record_last
+from framekit.evaluators.base import Evaluator
+from framekit.judges.base import JudgeLike, resolve_judge
+
+OnError = Literal["record", "raise"]
+
+RESULT_COLUMNS: dict[str, pl.DataType] = {
+    "score": pl.Float64(),
+    "label": pl.String(),
+    "explanation": pl.String(),
+    "passed": pl.Boolean(),
+    "error": pl.String(),
+}
+DETAIL_COLUMNS: dict[str, pl.DataType] = {
+    "tokens": pl.Int64(),
+    "cost_usd": pl.Float64(),
+    "cached": pl.Boolean(),
+    "latency_s": pl.Float64(),
+}
+
+
+class EvaluationFailed(FramekitError):
+    """``on_error="raise"`` and at least one row failed; ``.frame`` holds every result."""
+
+    def __init__(self, message: str, frame: Any) -> None:
+        super().__init__(message)
+        self.frame = frame
+
+
+def result_columns(evaluators: Sequence[Evaluator], details: bool = False) -> list[str]:
+    """Names of the columns ``evaluate_dataframe`` appends, in order."""
+    kinds = list(RESULT_COLUMNS) + (list(DETAIL_COLUMNS) if details else [])
+    return [f"{ev.name}_{kind}" for ev in evaluators for kind in kinds]
+
+
+def _check_evaluators(evaluators: Any) -> list[Evaluator]:
+    if isinstance(evaluators, Evaluator):
+        evaluators = [evaluators]
+    evaluators = list(evaluators or [])
+    if not evaluators:
+        raise InputError("evaluators is empty: pass at least one evaluator")
+    for ev in evaluators:
+        if not isinstance(ev, Evaluator):
+            raise InputError(
+                f"{ev!r} is not an evaluator; pass instances such as RetrievalRelevance()"
+            )
+    names = [ev.name for ev in evaluators]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"two evaluators are named {dupes[0]!r}; give one a different name=...")
+    return evaluators
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def _distinct_records(
+    columns: dict[str, pl.Series], names: list[str], height: int
+) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """Collapse identical rows: (records, row -> record index, rows per record)."""
+    if not names:
+        return [{}], [0] * height, [height]
+    series = [columns[n] for n in names]
+    nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
+    lists = [s.to_list() for s in series]
+    index: dict[Any, int] = {}
+    records: list[dict[str, Any]] = []
+    weights: list[int] = []
+    inverse: list[int] = []
+    for row in zip(*lists):
+        key = tuple(_hashable(v) if n else v for v, n in zip(row, nested)) if any(nested) else row
+        try:
+            r = index.get(key)
+        except TypeError:  # an unhashable value from a callable mapping: keep the row apart
+            r, key = None, object()
+        if r is None:
+            r = index[key] = len(records)
+            records.append(dict(zip(names, row)))
+            weights.append(0)
+        weights[r] += 1
+        inverse.append(r)
+    return records, inverse, weights
+
+
+def _build_columns(
+    ev: Evaluator, results: list[RecordResult], inverse: list[int], details: bool
+) -> list[pl.Series]:
+    take = pl.Series("idx", inverse, dtype=pl.UInt32)
+
+    def col(kind: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
+        return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
+
+    scores = [r.value for r in results]
+    out = [
+        col("score", scores, pl.Float64()),
+        col("label", [r.label for r in results], pl.String()),
+        col("explanation", [r.explanation for r in results], pl.String()),
+    ]
+    passed = out[0] >= ev.threshold if ev.direction == "maximize" else out[0] <= ev.threshold
+    out.append(passed.alias(f"{ev.name}_passed"))
+    out.append(col("error", [r.error for r in results], pl.String()))
+    if details:
+        out += [
+            col("tokens", [r.tokens for r in results], pl.Int64()),
+            col("cost_usd", [r.cost_usd for r in results], pl.Float64()),
+            col("cached", [r.cached for r in results], pl.Boolean()),
+            col("latency_s", [r.latency_s for r in results], pl.Float64()),
+        ]
+    return out
+
+
+async def aevaluate_dataframe(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    on_error: OnError = "record",
+    progress: bool = True,
+    details: bool = False,
+    overwrite: bool = False,
+) -> Any:
+    """Awaitable :func:`evaluate_dataframe` (same parameters and result)."""
+    started = time.perf_counter()
+    evs = _check_evaluators(evaluators)
+    if on_error not in ("record", "raise"):
+        raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+    frame_in: FrameIn = to_polars(df)
+    frame = frame_in.frame
+    new_cols = result_columns(evs, details)
+    clash = [c for c in new_cols if c in frame.columns]
+    if clash and not overwrite:
+        raise InputError(
+            f"result column {clash[0]!r} already exists; pass overwrite=True to replace it"
+        )
+    base = frame.drop(clash) if clash else frame
+
+    needed = {f for ev in evs for f in ev.fields}
+    fields = resolve_mapping(base, mapping, needed)
+    for ev in evs:
+        ev.check_fields(fields.available, base.columns)
+    judges: dict[Any, Any] = {}
+
+    def judge_for(ev: Evaluator) -> Any:
+        spec = ev.judge if ev.judge is not None else judge
+        key = spec if isinstance(spec, str) or spec is None else id(spec)
+        if key not in judges:
+            judges[key] = resolve_judge(spec)
+        return judges[key]
+
+    jobs, inverses = [], []
+    for ev in evs:
+        names = [f for f in ev.fields if f in fields.available]
+        records, inverse, weights = _distinct_records(fields.columns, names, base.height)
+        if base.height == 0:
+            records, inverse, weights = [], [], []
+        jobs.append(Job(ev, judge_for(ev), records, weights))
+        inverses.append(inverse)
+
+    stats = RunStats(rows=base.height, evaluations=base.height * len(evs))
+    resolved_cache = resolve_cache(cache)
+    bar = _progress_bar(stats.evaluations) if progress and stats.evaluations else None
+    try:
+        await run_jobs(
+            jobs,
+            resolved_cache,
+            stats,
+            bar.report if bar else None,
+            show_embedding_progress=progress,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    columns: list[pl.Series] = []
+    for job, inverse in zip(jobs, inverses):
+        columns += _build_columns(job.evaluator, job.results, inverse, details)
+        _apply_row_errors(columns, job.evaluator, fields.row_errors)
+    appended = (
+        pl.DataFrame(columns)
+        if columns
+        else pl.DataFrame({c: pl.Series(c, [], dtype=_dtype_of(c, evs)) for c in new_cols})
+    )
+    if base.height == 0:
+        appended = pl.DataFrame({c: pl.Series(c, [], dtype=_dtype_of(c, evs)) for c in new_cols})
+    result = base.hstack(appended)
+    stats.elapsed_s = time.perf_counter() - started
+    record_last(stats)
+    if progress:
+        import sys
+
+        print(stats.summary(), file=sys.stderr)
+    out = from_polars(result, frame_in, appended)
+    if on_error == "raise" and stats.failures:
+        first = _first_failure(result, evs)
+        raise EvaluationFailed(f"{stats.failures} evaluations failed; first: {first}", out)
+    return out
+
+
+def _dtype_of(column: str, evs: Sequence[Evaluator]) -> pl.DataType:
+    for ev in evs:
+        kind = column[len(ev.name) + 1 :]
+        if column.startswith(ev.name + "_") and kind in {**RESULT_COLUMNS, **DETAIL_COLUMNS}:
+            return {**RESULT_COLUMNS, **DETAIL_COLUMNS}[kind]
+    return pl.String()
+
+
+def _apply_row_errors(
+    columns: list[pl.Series], ev: Evaluator, row_errors: dict[str, dict[int, str]]
+) -> None:
+    """Rows whose mapping callable raised report that error, not a generic null field."""
+    relevant = {i: msg for f in ev.fields for i, msg in row_errors.get(f, {}).items()}
+    if not relevant:
+        return
+    for pos, series in enumerate(columns):
+        if series.name == f"{ev.name}_error":
+            values = series.to_list()
+            for i, msg in relevant.items():
+                values[i] = msg
+            columns[pos] = pl.Series(series.name, values, dtype=pl.String)
+
+
+def _first_failure(result: pl.DataFrame, evs: Sequence[Evaluator]) -> str:
+    for ev in evs:
+        errors = result.get_column(f"{ev.name}_error")
+        idx = errors.is_not_null().arg_max()
+        if idx is not None and errors[idx] is not None:
+            return f"row {idx}, {ev.name}: {errors[idx]}"
+    return "unknown"
+
+
+class _progress_bar:
+    """tqdm.auto over evaluations, with done / cached / failed counts."""
+
+    def __init__(self, total: int) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(total=total, desc="framekit", unit="eval", dynamic_ncols=True)
+        self.counts = {"done": 0, "cached": 0, "failed": 0}
+        self._last = 0.0
+
+    def report(self, n: int, kind: str) -> None:
+        self.counts[kind] += n
+        self.bar.update(n)
+        now = time.monotonic()
+        if now - self._last > 0.2:
+            self._last = now
+            self.bar.set_postfix(self.counts, refresh=False)
+
+    def close(self) -> None:
+        self.bar.set_postfix(self.counts, refresh=False)
+        self.bar.close()
+
+
+def evaluate_dataframe(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    on_error: OnError = "record",
+    progress: bool = True,
+    details: bool = False,
+    overwrite: bool = False,
+) -> Any:
+    """Score every row of a table with LLM-as-judge evaluators; append result columns.
+
+    Parameters
+    ----------
+    df
+        A polars DataFrame or LazyFrame, pandas DataFrame, pyarrow Table or DuckDB
+        relation. Polars in gives polars out, pandas in gives pandas out (index kept);
+        Arrow, DuckDB and LazyFrame inputs give a polars DataFrame.
+    evaluators
+        Evaluator instances; their names prefix the result columns and must differ.
+    mapping
+        Field -> source, where a field is ``input``, ``output``, ``context`` or
+        ``history`` and a source is a column name, a polars expression, or a callable
+        taking the row as a dict. Defaults to columns named like the fields.
+    judge
+        A litellm model string, a :class:`framekit.Judge`, or ``"local"``; ``None`` uses
+        ``$FRAMEKIT_JUDGE`` or else the offline local judge.
+    cache
+        A directory, a :class:`framekit.Cache`, or ``False``; ``None`` is the user cache
+        directory (``$FRAMEKIT_CACHE_DIR`` or ``~/.cache/framekit``).
+    on_error
+        ``"record"`` writes a one-line reason into ``<name>_error``; ``"raise"`` raises
+        :class:`EvaluationFailed` after the run (every answer stays cached).
+    progress
+        Show a progress bar and print a one-line summary (also in ``fk.last_run()``).
+    details
+        Also append ``_tokens``, ``_cost_usd``, ``_cached`` and ``_latency_s``.
+    overwrite
+        Replace result columns that already exist instead of raising.
+
+    Returns
+    -------
+    The input's columns and rows in order, then per evaluator ``<name>_score`` (Float64,
+    null on failure), ``_label``, ``_explanation``, ``_passed`` (Boolean) and ``_error``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import framekit as fk
+    >>> from framekit.evaluators import RetrievalRelevance
+    >>> df = pl.DataFrame({"question": ["How do I reset my password?"],
+    ...                    "docs": [["Open Settings, then Security, then Reset password."]]})
+    >>> scored = fk.evaluate_dataframe(
+    ...     df, [RetrievalRelevance()], {"input": "question", "context": "docs"},
+    ...     judge="local", cache=False, progress=False)  # doctest: +SKIP
+    >>> scored.columns[2:4]  # doctest: +SKIP
+    ['retrieval_relevance_score', 'retrieval_relevance_label']
+    """
+    return run_sync(
+        aevaluate_dataframe(
+            df,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            on_error=on_error,
+            progress=progress,
+            details=details,
+            overwrite=overwrite,
+        )
+    )

@@ -1,0 +1,7 @@
+"""Judges: the litellm-backed :class:`Judge` and the offline :class:`LocalJudge`."""
+
+from framekit.judges.base import ChatRequest, JudgeLike, resolve_judge
+from framekit.judges.litellm_judge import Judge
+from framekit.judges.local import LocalJudge
+
+__all__ = ["ChatRequest", "Judge", "JudgeLike", "LocalJudge", "resolve_judge"]

@@ -1,0 +1,59 @@
+"""The offline judge: embedding-similarity proxies computed on the CPU, no API at all.
+
+Each built-in evaluator documents its own local method (``local_texts`` and
+``local_verdict``); this judge only embeds texts, off the event loop, in batches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import numpy as np
+
+
+class LocalJudge:
+    """The offline judge (``judge="local"``): all-MiniLM-L6-v2 on onnxruntime.
+
+    Scores are similarity proxies calibrated on WikiQA, not LLM judgements: use them as a
+    free first pass, or when no API is reachable. Each explanation names the numbers used.
+
+    Examples
+    --------
+    >>> judge = LocalJudge()
+    >>> judge.model
+    'local/all-MiniLM-L6-v2'
+    """
+
+    kind = "local"
+    model = "local/all-MiniLM-L6-v2"
+    batch_size = 64
+    secrets: list[str] = []
+
+    def __init__(self, embedder: Any | None = None) -> None:
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from framekit.judges.embedder import LocalEmbedder
+
+            self._embedder = LocalEmbedder.default()
+        return self._embedder
+
+    @property
+    def model_id(self) -> str:
+        """Model name plus the pinned checksum: part of every embedding cache key."""
+        from framekit.judges.embedder import MODEL_ID
+
+        return str(MODEL_ID)
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        # onnxruntime releases the GIL, so a worker thread keeps the event loop free.
+        return await asyncio.to_thread(self.embedder.embed, texts)
+
+    def cache_identity(self) -> dict[str, Any]:
+        return {"model": self.model_id}
+
+    def __repr__(self) -> str:
+        return "LocalJudge()"
