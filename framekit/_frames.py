@@ -36,6 +36,7 @@ def to_polars(data: Any) -> FrameIn:
             raise InputError(f"the frame has duplicate column names: {', '.join(dupes)}")
         # The index is kept aside and restored on the way out, never scored.
         frame = pl.from_pandas(data.reset_index(drop=True), include_index=False)
+        assert isinstance(frame, pl.DataFrame)
         return FrameIn(frame, "pandas", data)
     if module == "pyarrow":
         import pyarrow as pa
@@ -47,9 +48,9 @@ def to_polars(data: Any) -> FrameIn:
         names = data.column_names
         if len(set(names)) != len(names):
             raise InputError(f"the table has duplicate column names: {sorted(names)}")
-        frame = pl.from_arrow(data)
-        assert isinstance(frame, pl.DataFrame)
-        return FrameIn(frame, "arrow")
+        table = pl.from_arrow(data)
+        assert isinstance(table, pl.DataFrame)
+        return FrameIn(table, "arrow")
     if module in ("duckdb", "_duckdb"):
         # DuckDB hands over Arrow without a copy through polars.
         return FrameIn(data.pl(), "duckdb")

@@ -85,6 +85,7 @@ def _distinct_records(
     nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
     lists = [s.to_list() for s in series]
     index: dict[Any, int] = {}
+    key: Any
     records: list[dict[str, Any]] = []
     weights: list[int] = []
     inverse: list[int] = []

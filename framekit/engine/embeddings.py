@@ -17,8 +17,11 @@ from framekit.engine.stats import RunStats
 class EmbeddingBackend(Protocol):
     """Something that embeds a batch of texts into unit vectors."""
 
-    model_id: str
-    batch_size: int
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def batch_size(self) -> int: ...
 
     async def embed(self, texts: list[str]) -> np.ndarray: ...
 

@@ -8,10 +8,11 @@ the calls in flight.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from framekit._errors import JudgeAuthenticationError
 from framekit.engine.cache import Cache
@@ -22,6 +23,17 @@ from framekit.judges import _litellm
 from framekit.judges.base import ChatRequest
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.structured import ParseFailure, parse_answer, reask_message
+
+T = TypeVar("T")
+
+
+async def _bounded(call: Awaitable[T], seconds: float) -> T:
+    """Await ``call`` for at most ``seconds`` (no extra task per call on 3.11+)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)  # pragma: no cover
+
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
 MAX_REASKS = 2
@@ -98,19 +110,22 @@ class ChatExecutor:
             estimate = estimate_tokens(messages, judge.max_tokens)
             await self.limiter.acquire(estimate)
             stats.requests_sent += 1
+            sent_mode = judge.mode
             try:
-                raw = await asyncio.wait_for(
-                    judge.attempt(request, messages), timeout=judge.timeout + 5.0
-                )
+                # litellm enforces judge.timeout; this outer bound only catches a client
+                # that ignores it, without wait_for's extra task per call.
+                raw = await _bounded(judge.attempt(request, messages), judge.timeout + 5.0)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
                 fault = classify(exc, judge.secrets)
                 if fault.kind == "auth":
                     raise JudgeAuthenticationError(fault.reason) from None
-                if fault.kind == "mode" and judge.mode != "prompt":
-                    # The endpoint rejects this structured-output mode: downgrade, resend.
-                    judge.mode = "tool" if judge.mode == "json_schema" else "prompt"
+                if fault.kind == "mode" and sent_mode != "prompt":
+                    # The endpoint rejects this structured-output mode: downgrade once for
+                    # the judge (other workers may have already), then resend.
+                    if judge.mode == sent_mode:
+                        judge.mode = "tool" if sent_mode == "json_schema" else "prompt"
                     continue
                 if fault.kind in ("rate_limited", "transient") and retries < judge.max_retries:
                     stats.retries += 1

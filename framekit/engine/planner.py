@@ -64,11 +64,14 @@ def _chat_prefix(evaluator: Evaluator, judge: Judge) -> bytes:
     return json.dumps(ident, sort_keys=True).encode()
 
 
+# One encoder for every key: json.dumps(..., default=...) builds a new encoder per call,
+# which dominated the cost of a fully cached re-run.
+_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
+
+
 def chat_key(prefix: bytes, request: ChatRequest) -> str:
     """sha256 over judge identity, template version, messages and answer schema."""
-    body = json.dumps(
-        [request.messages, request.schema], ensure_ascii=False, default=str, separators=(",", ":")
-    )
+    body = _KEY_ENCODER.encode([request.messages, request.schema])
     h = hashlib.sha256(prefix)
     h.update(body.encode("utf-8", "surrogatepass"))
     return "chat:" + h.hexdigest()
@@ -233,11 +236,11 @@ async def _embedding_stage(
         result = job.results[i]
         record = prepared[j][i]
         assert record is not None
-        model_id = backend_of.get((j, i))
-        if model_id in failures:
-            result.error = failures[model_id]
+        source = backend_of.get((j, i))
+        if source is not None and source in failures:
+            result.error = failures[source]
             continue
-        vecs = [vectors[model_id][t] for t in texts] if model_id else []
+        vecs = [vectors[source][t] for t in texts] if source else []
         try:
             if isinstance(job.judge, LocalJudge):
                 verdict = job.evaluator.local_verdict(record, vecs)

@@ -33,21 +33,11 @@ def litellm() -> ModuleType:
     return _module
 
 
-def cost_usd(model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
-    """Cost from litellm's bundled price map; ``None`` for a model it does not know."""
-    if model in _unknown_models:
-        return None
-    try:
-        p, c = litellm().cost_per_token(
-            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
-        )
-    except Exception:  # litellm raises a bare Exception for unmapped models
-        _unknown_models.add(model)
-        return None
-    return float(p + c)
-
-
-_unknown_models: set[str] = set()
+def response_cost(response: Any) -> float | None:
+    """The cost litellm already priced for a response; ``None`` for an unknown model."""
+    hidden = getattr(response, "_hidden_params", None) or {}
+    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+    return float(cost) if isinstance(cost, (int, float)) else None
 
 
 def header(exc: BaseException, name: str) -> str | None:

@@ -169,7 +169,7 @@ class Judge:
         message = choice.message
         text = message.content
         tool_calls = getattr(message, "tool_calls", None)
-        if self.mode == "tool" and tool_calls:
+        if tool_calls and not text:
             text = tool_calls[0].function.arguments
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
@@ -179,7 +179,7 @@ class Judge:
             refusal=getattr(message, "refusal", None),
             prompt_tokens=prompt_tokens,
             completion_tokens=completion_tokens,
-            cost_usd=_litellm.cost_usd(self.model, prompt_tokens, completion_tokens),
+            cost_usd=_litellm.response_cost(response),
             latency_s=latency,
         )
 

@@ -1,0 +1,132 @@
+"""Engine throughput against the judge simulator (a subprocess, so it has its own GIL).
+
+Figures (issue 2):
+- latency-bound: 2,000 rows, 200 ms latency, concurrency 64; limit 64 / 0.2 = 320 rows/s.
+- rate-bound: simulator capped at 3,000 RPM, judge told 3,000 RPM; limit 50 rows/s.
+- cached re-run: 100,000 distinct rows answered from the cache.
+- ``import framekit`` time in a fresh interpreter.
+
+Run: ``.venv/bin/python benchmarks/bench_engine.py [--quick]``; writes
+benchmarks/results/engine.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+import polars as pl  # noqa: E402
+
+import framekit as fk  # noqa: E402
+from benchmarks._common import write_results  # noqa: E402
+from framekit.evaluators import RetrievalRelevance  # noqa: E402
+from framekit.testing import JudgeSimulator, SimulatorConfig  # noqa: E402
+
+MAPPING = {"input": "question", "context": "docs"}
+
+
+def frame(n: int) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "question": [f"What is item {i}?" for i in range(n)],
+            "docs": [[f"Item {i} is a thing.", "Unrelated."] for i in range(n)],
+        }
+    )
+
+
+def timed_run(df: pl.DataFrame, judge: fk.Judge, cache: object) -> tuple[float, pl.DataFrame]:
+    started = time.perf_counter()
+    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False)
+    return time.perf_counter() - started, out
+
+
+def latency_bound(rows: int) -> dict[str, object]:
+    with JudgeSimulator.subprocess(SimulatorConfig(latency=0.2)) as sim:
+        judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64)
+        # Warm litellm's import and connection pool outside the timed window.
+        timed_run(frame(64).with_columns(pl.col("question") + " warm"), judge, False)
+        elapsed, out = timed_run(frame(rows), judge, False)
+        limit = 64 / 0.2
+        achieved = rows / elapsed
+        return {
+            "rows": rows,
+            "latency_s": 0.2,
+            "concurrency": 64,
+            "elapsed_s": round(elapsed, 2),
+            "rows_per_s": round(achieved, 1),
+            "limit_rows_per_s": limit,
+            "ratio_of_limit": round(achieved / limit, 3),
+            "failed": int(out["retrieval_relevance_error"].is_not_null().sum()),
+        }
+
+
+def rate_bound(rows: int) -> dict[str, object]:
+    with JudgeSimulator.subprocess(SimulatorConfig(rpm=3000, latency=0.05)) as sim:
+        judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64, rpm=3000)
+        elapsed, out = timed_run(frame(rows), judge, False)
+        stats = sim.stats()
+        limit = 3000 / 60
+        achieved = rows / elapsed
+        return {
+            "rows": rows,
+            "server_rpm": 3000,
+            "judge_rpm": 3000,
+            "elapsed_s": round(elapsed, 2),
+            "rows_per_s": round(achieved, 2),
+            "limit_rows_per_s": limit,
+            "ratio_of_limit": round(achieved / limit, 3),
+            "requests": stats["total"],
+            "answered_429": stats["by_status"].get(429, 0),
+            "share_429": round(stats["by_status"].get(429, 0) / max(1, stats["total"]), 4),
+            "failed": int(out["retrieval_relevance_error"].is_not_null().sum()),
+        }
+
+
+def cached_rerun(rows: int) -> dict[str, object]:
+    df = frame(rows)
+    with tempfile.TemporaryDirectory() as cache_dir, JudgeSimulator.subprocess(SimulatorConfig()) as sim:
+        judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64)
+        cold, _ = timed_run(df, judge, cache_dir)
+        sent = sim.stats()["total"]
+        warm, out = timed_run(df, judge, cache_dir)
+        assert sim.stats()["total"] == sent, "the cached re-run sent requests"
+        return {
+            "rows": rows,
+            "cold_elapsed_s": round(cold, 2),
+            "cold_rows_per_s": round(rows / cold, 1),
+            "warm_elapsed_s": round(warm, 2),
+            "warm_rows_per_s": round(rows / warm, 1),
+            "scored": int(out["retrieval_relevance_score"].is_not_null().sum()),
+        }
+
+
+def import_time() -> dict[str, object]:
+    code = "import time; t = time.perf_counter(); import framekit; print(time.perf_counter() - t)"
+    runs = [float(subprocess.check_output([sys.executable, "-c", code], text=True)) for _ in range(5)]
+    return {"runs_s": [round(r, 3) for r in runs], "best_s": round(min(runs), 3), "median_s": round(sorted(runs)[2], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    q = args.quick
+    figures = {
+        "import_framekit": import_time(),
+        "latency_bound": latency_bound(400 if q else 2000),
+        "rate_bound": rate_bound(300 if q else 2000),
+        "cached_rerun": cached_rerun(10_000 if q else 100_000),
+    }
+    write_results("engine" + ("-quick" if q else ""), figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""Small builders shared by the engine tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+import framekit as fk
+from framekit.testing import JudgeSimulator
+
+API_KEY = "sk-framekit-test-SECRET-0123456789"
+
+
+def sim_judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
+    """A litellm judge pointed at the simulator (the key is a canary for leak checks)."""
+    options.setdefault("api_key", API_KEY)
+    return fk.Judge("openai/sim-judge", api_base=sim.api_base, **options)
+
+
+def retrieval_frame(n: int, distinct: int | None = None, label: str | None = None) -> pl.DataFrame:
+    """``n`` rows of (question, docs); ``distinct`` of them differ; an optional marker label."""
+    distinct = distinct or n
+    marker = f" @sim(label={label})" if label else ""
+    return pl.DataFrame(
+        {
+            "row_id": list(range(n)),
+            "question": [f"What is item {i % distinct}?{marker}" for i in range(n)],
+            "docs": [[f"Item {i % distinct} is a thing.", "Unrelated text."] for i in range(n)],
+        }
+    )
+
+
+MAPPING = {"input": "question", "context": "docs"}
