@@ -12,10 +12,14 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["SAMPLE_PATH", "load_sample"]
+__all__ = ["SAMPLE_PATH", "SAMPLE_TRACES_PATH", "load_sample"]
 
 SAMPLE_PATH: Path = Path(__file__).resolve().parent / "sample_rag.parquet"
 """Location of the bundled sample Parquet file, for tools that read paths (DuckDB, the CLI)."""
+
+SAMPLE_TRACES_PATH: Path = Path(__file__).resolve().parent / "sample_traces.jsonl"
+"""A small OpenInference span export (JSONL) for ``fk.traces.load``; written by
+``scripts/make_sample_traces.py``."""
 
 
 def load_sample() -> pl.DataFrame:
