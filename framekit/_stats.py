@@ -83,18 +83,27 @@ def bootstrap_means(x: ArrayLike, n_resamples: int, rng: np.random.Generator) ->
             k = min(step, n_resamples - start)
             out[start : start + k] = rng.multinomial(n, probs, size=k) @ values / n
     else:
-        # Mostly distinct values (continuous scores): index resampling is cheaper.
+        # Mostly distinct values (continuous scores): index resampling is cheaper. It costs
+        # about 1-2 ns per row and resample; 32-bit indices halve the memory traffic.
+        index_type = np.int32 if n < 2**31 else np.int64
         step = max(1, _CHUNK_CELLS // n)
         for start in range(0, n_resamples, step):
             k = min(step, n_resamples - start)
-            out[start : start + k] = data[rng.integers(0, n, size=(k, n))].mean(axis=1)
+            index = rng.integers(0, n, size=(k, n), dtype=index_type)
+            out[start : start + k] = data[index].mean(axis=1)
     return out
 
 
 def _percentile_interval(samples: FloatArray, alpha: float) -> tuple[float, float]:
+    """The ``alpha / 2`` and ``1 - alpha / 2`` quantiles, as order statistics.
+
+    Inverse-CDF quantiles (not interpolated ones) make the interval and ``_sign_pvalue``
+    agree exactly: 0 lies outside the interval if and only if ``p < alpha``.
+    """
     if samples.size == 0 or np.isnan(samples).any():
         return math.nan, math.nan
-    low, high = np.quantile(samples, [alpha / 2, 1 - alpha / 2])
+    low = np.quantile(samples, alpha / 2, method="inverted_cdf")
+    high = -np.quantile(-samples, alpha / 2, method="inverted_cdf")
     return float(low), float(high)
 
 
@@ -123,16 +132,16 @@ def bootstrap_mean_ci(
 def _sign_pvalue(samples: FloatArray) -> float:
     """Two-sided p-value of "the difference is 0" by inverting the percentile interval.
 
-    It is the smallest alpha whose percentile interval excludes 0, so ``p < alpha`` exactly
-    when the reported interval excludes 0. The +1 terms keep it above 0 for a finite
-    number of resamples.
+    It is twice the share of resamples on the far side of 0, that is the smallest alpha
+    whose interval (``_percentile_interval``) excludes 0, so ``p < alpha`` exactly when the
+    reported interval excludes 0. When no resample reaches 0 it is reported as
+    ``1 / n_resamples``: the resolution of the bootstrap, not a p-value of zero.
     """
     b = samples.size
     if b == 0 or np.isnan(samples).any():
         return math.nan
-    below = (np.count_nonzero(samples <= 0) + 1) / (b + 1)
-    above = (np.count_nonzero(samples >= 0) + 1) / (b + 1)
-    return min(1.0, 2.0 * min(below, above))
+    tail = min(np.count_nonzero(samples <= 0), np.count_nonzero(samples >= 0))
+    return float(min(1.0, max(2.0 * tail, 1.0) / b))
 
 
 def paired_bootstrap(
@@ -146,6 +155,7 @@ def paired_bootstrap(
 
     Pairs are resampled whole, so the interval keeps the correlation between the two
     scores of a pair. The p-value inverts the percentile interval (see ``_sign_pvalue``).
+    Fewer than two pairs give the estimate only (NaN interval and p-value).
 
     Examples
     --------
@@ -156,8 +166,9 @@ def paired_bootstrap(
     alpha = _check_confidence(confidence)
     d = _clean(differences)
     gen = np.random.default_rng(rng)
-    if d.size == 0:
-        return TestResult(math.nan, math.nan, math.nan, math.nan, math.nan)
+    if d.size < 2:  # one pair resamples to itself: no evidence either way
+        est = float(d.mean()) if d.size else math.nan
+        return TestResult(est, math.nan, math.nan, est, math.nan)
     samples = bootstrap_means(d, n_resamples, gen)
     low, high = _percentile_interval(samples, alpha)
     est = float(d.mean())
@@ -174,6 +185,8 @@ def two_sample_bootstrap(
 ) -> TestResult:
     """Bootstrap of ``mean(b) - mean(a)`` for independent samples (each resampled apart).
 
+    A sample of fewer than two values gives the estimate only (NaN interval and p-value).
+
     Examples
     --------
     >>> r = two_sample_bootstrap([0.0, 0.25, 0.5, 0.25] * 5, [0.75, 1.0, 0.5, 1.0] * 5)
@@ -183,8 +196,9 @@ def two_sample_bootstrap(
     alpha = _check_confidence(confidence)
     xa, xb = _clean(a), _clean(b)
     gen = np.random.default_rng(rng)
-    if xa.size == 0 or xb.size == 0:
-        return TestResult(math.nan, math.nan, math.nan, math.nan, math.nan)
+    if xa.size < 2 or xb.size < 2:  # a single value resamples to itself: no evidence
+        est = float(xb.mean() - xa.mean()) if xa.size and xb.size else math.nan
+        return TestResult(est, math.nan, math.nan, est, math.nan)
     samples = bootstrap_means(xb, n_resamples, gen) - bootstrap_means(xa, n_resamples, gen)
     low, high = _percentile_interval(samples, alpha)
     est = float(xb.mean() - xa.mean())
@@ -437,12 +451,13 @@ def welch_t_test(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95) -> Tes
     --------
     >>> r = welch_t_test([0.1, 0.2, 0.3, 0.4], [0.5, 0.6, 0.8, 0.9])
     >>> round(r.estimate, 3), round(r.pvalue, 4)
-    (0.45, 0.0052)
+    (0.45, 0.0086)
     """
     alpha = _check_confidence(confidence)
     xa, xb = _clean(a), _clean(b)
     if xa.size < 2 or xb.size < 2:
-        return TestResult(math.nan, math.nan, math.nan, math.nan, math.nan)
+        est = float(xb.mean() - xa.mean()) if xa.size and xb.size else math.nan
+        return TestResult(est, math.nan, math.nan, math.nan, math.nan)
     va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
     est = float(xb.mean() - xa.mean())
     se = math.sqrt(va + vb)
@@ -459,12 +474,13 @@ def paired_t_test(differences: ArrayLike, *, confidence: float = 0.95) -> TestRe
     --------
     >>> r = paired_t_test([0.1, 0.2, 0.15, 0.3, 0.25])
     >>> round(r.estimate, 3), round(r.pvalue, 4)
-    (0.2, 0.0039)
+    (0.2, 0.0048)
     """
     alpha = _check_confidence(confidence)
     d = _clean(differences)
     if d.size < 2:
-        return TestResult(math.nan, math.nan, math.nan, math.nan, math.nan)
+        est = float(d.mean()) if d.size else math.nan
+        return TestResult(est, math.nan, math.nan, math.nan, math.nan)
     se = float(d.std(ddof=1) / math.sqrt(d.size))
     return _t_result(float(d.mean()), se, float(d.size - 1), alpha)
 
