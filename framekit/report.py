@@ -17,7 +17,6 @@ import itertools
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import numpy as np
