@@ -1,0 +1,49 @@
+"""pytest fixtures for the judge simulator.
+
+Enable with ``pytest_plugins = ["framekit.testing.pytest_plugin"]`` in a ``conftest.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from framekit.testing.simulator import JudgeSimulator, SimulatorConfig
+
+
+@pytest.fixture
+def judge_simulator() -> Iterator[JudgeSimulator]:
+    """A fresh, fast (no latency, no faults) simulator for one test.
+
+    Examples
+    --------
+    >>> def test_answers(judge_simulator):  # doctest: +SKIP
+    ...     ...  # litellm.completion(model="openai/sim", api_base=judge_simulator.api_base)
+    ...     assert judge_simulator.stats()["by_status"] == {200: 1}
+    """
+    with JudgeSimulator(SimulatorConfig()) as sim:
+        yield sim
+
+
+@pytest.fixture
+def simulator_factory() -> Iterator[Callable[..., JudgeSimulator]]:
+    """Build started simulators from a config and/or fields; all stop after the test.
+
+    Examples
+    --------
+    >>> def test_rate_limit(simulator_factory):  # doctest: +SKIP
+    ...     sim = simulator_factory(rpm=60, retry_after="http-date")
+    """
+    started: list[JudgeSimulator] = []
+
+    def make(config: SimulatorConfig | None = None, **fields: Any) -> JudgeSimulator:
+        sim = JudgeSimulator(replace(config or SimulatorConfig(), **fields)).start()
+        started.append(sim)
+        return sim
+
+    yield make
+    for sim in started:
+        sim.stop()
