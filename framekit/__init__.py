@@ -21,6 +21,7 @@ _EXPORTS = {
     "aevaluate_dataframe": "framekit.frame",
     "EvaluationFailed": "framekit.frame",
     "evaluate_parquet": "framekit.io",
+    "evaluate_sql": "framekit.io",
     "Judge": "framekit.judges.litellm_judge",
     "LocalJudge": "framekit.judges.local",
     "Cache": "framekit.engine.cache",
@@ -39,12 +40,12 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
-_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data"}
+_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
-    from framekit import data, evaluators, plot, testing, traces
+    from framekit import data, evaluators, io, plot, report, testing, traces
     from framekit._errors import (
         FramekitError,
         InputError,
@@ -59,7 +60,7 @@ if TYPE_CHECKING:
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe
-    from framekit.io import evaluate_parquet
+    from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.litellm_judge import Judge
     from framekit.judges.local import LocalJudge
     from framekit.report import compare, summarize, write_html_report

@@ -209,7 +209,7 @@ async def _embedding_stage(
                     backend: EmbeddingBackend | None = job.judge
                 else:
                     texts = ev.embedding_texts(record, answers[(j, i)])
-                    backend = ev.embedding_backend(job.judge) if texts else None  # type: ignore[attr-defined]
+                    backend = ev.embedding_backend(job.judge) if texts else None
             except RecordError as exc:
                 job.results[i].error = str(exc)
                 continue
@@ -245,6 +245,7 @@ async def _embedding_stage(
             if isinstance(job.judge, LocalJudge):
                 verdict = job.evaluator.local_verdict(record, vecs)
                 result.tokens, result.cost_usd, result.cached = 0, 0.0, False
+                stats.cost_usd = stats.cost_usd or 0.0  # the offline judge is free
             else:
                 verdict = job.evaluator.verdict(record, answers[(j, i)], vecs or None)
         except RecordError as exc:

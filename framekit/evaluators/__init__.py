@@ -5,13 +5,19 @@
 'retrieval_relevance'
 """
 
+from framekit.evaluators.answer_relevancy import AnswerRelevancy
 from framekit.evaluators.base import Evaluator, Verdict
-from framekit.evaluators.retrieval import RetrievalRelevance
+from framekit.evaluators.conversation import Coherence, ResponseRelevance
+from framekit.evaluators.retrieval import ContextRelevance, RetrievalRelevance
 from framekit.evaluators.rubric import ClassificationEvaluator, RubricEvaluator
 
 __all__ = [
+    "AnswerRelevancy",
     "ClassificationEvaluator",
+    "Coherence",
+    "ContextRelevance",
     "Evaluator",
+    "ResponseRelevance",
     "RetrievalRelevance",
     "RubricEvaluator",
     "Verdict",

@@ -56,26 +56,82 @@ def documents_text(docs: list[str]) -> str:
     return "\n\n".join(f"Document {i}:\n{doc}" for i, doc in enumerate(docs, start=1))
 
 
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of one chat message: string content, or the text parts of a parts list.
+
+    Examples
+    --------
+    >>> message_text({"role": "user", "content": [{"type": "text", "text": "hi"}]})
+    'hi'
+    """
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (list, tuple)):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping):
+                if part.get("text") is not None:
+                    parts.append(str(part["text"]))
+                elif part.get("type"):
+                    parts.append(f"[{part['type']}]")  # an image or file: say it was there
+            elif part is not None:
+                parts.append(as_text(part))
+        return "\n".join(parts)
+    return as_text(content)
+
+
 def history_text(history: Any) -> str:
-    """Render earlier turns (messages or a string) one turn per paragraph, in order."""
+    """Render earlier turns (messages or a string) one turn per paragraph, in order.
+
+    Assistant tool calls and tool results appear where they happened, so the judge sees
+    what the assistant did and what it got back.
+
+    Examples
+    --------
+    >>> print(history_text([
+    ...     {"role": "user", "content": "Weather in Paris?"},
+    ...     {"role": "assistant", "content": None, "tool_calls": [{"id": "c1",
+    ...      "function": {"name": "weather", "arguments": '{"city": "Paris"}'}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "18 C, sunny"},
+    ... ]))
+    user: Weather in Paris?
+    <BLANKLINE>
+    assistant: [tool call weather({"city": "Paris"})]
+    <BLANKLINE>
+    tool weather: 18 C, sunny
+    """
     if history is None:
         return ""
     if isinstance(history, str):
         return history
     lines = []
+    call_names: dict[str, str] = {}
     for turn in history:
         if not isinstance(turn, Mapping):
             lines.append(as_text(turn))
             continue
         role = str(turn.get("role") or "unknown")
         parts = []
-        if turn.get("content"):
-            parts.append(as_text(turn["content"]))
+        text = message_text(turn)
+        if text:
+            parts.append(text)
         for call in turn.get("tool_calls") or []:
-            fn = call.get("function", call) if isinstance(call, Mapping) else {}
-            parts.append(f"[tool call {fn.get('name', '?')}({as_text(fn.get('arguments', ''))})]")
-        if role == "tool" and turn.get("name"):
-            role = f"tool {turn['name']}"
+            if not isinstance(call, Mapping):
+                parts.append(f"[tool call {as_text(call)}]")
+                continue
+            fn = call.get("function") or call
+            name = str(fn.get("name") or "?")
+            if call.get("id"):
+                call_names[str(call["id"])] = name
+            args = fn.get("arguments")
+            parts.append(f"[tool call {name}({'' if args is None else as_text(args)})]")
+        if role in ("tool", "function"):
+            tool = turn.get("name") or call_names.get(str(turn.get("tool_call_id")))
+            if tool:
+                role = f"tool {tool}"
         lines.append(f"{role}: " + " ".join(parts))
     return "\n\n".join(lines)
 

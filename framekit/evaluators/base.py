@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from framekit.engine.cache import Cache
+    from framekit.engine.embeddings import EmbeddingBackend
     from framekit.judges.base import ChatRequest, JudgeLike
 
 FIELDS = ("input", "output", "context", "history")
@@ -105,6 +106,10 @@ class Evaluator(ABC):
     def embedding_texts(self, record: Mapping[str, Any], answer: Mapping[str, Any]) -> list[str]:
         """Texts to embed after the judge answered (none for most evaluators)."""
         return []
+
+    def embedding_backend(self, judge: JudgeLike) -> EmbeddingBackend:
+        """The backend that embeds :meth:`embedding_texts` for an LLM judge's answers."""
+        raise NotImplementedError(f"{type(self).__name__} embeds nothing")
 
     @abstractmethod
     def verdict(

@@ -21,8 +21,9 @@ class RetrievalRelevance(RubricEvaluator):
 
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2); the best document's cosine similarity
-    is compared with a cut point calibrated on WikiQA (see ``framekit/judges/calibration.json``)
-    and the explanation quotes both numbers.
+    (a list is as relevant as its most relevant document) is compared with the binary cut
+    point calibrated on WikiQA (``framekit/judges/calibration.json``), and the explanation
+    quotes the cosine, the document it came from and the cut point.
 
     Examples
     --------
@@ -47,14 +48,50 @@ class RetrievalRelevance(RubricEvaluator):
         return [str(record["input"]), *record["context"]]
 
     def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
-        from framekit.judges import local_methods as lm
+        from framekit.evaluators import _local
 
-        similarity = lm.relevance_similarity(vectors[0], vectors[1:])
-        cut = lm.CALIBRATION.binary_cut
-        label = "relevant" if similarity >= cut else "irrelevant"
-        return Verdict(
-            self.choices[label],
-            label,
-            f"local similarity proxy: best of {len(vectors) - 1} document(s) has cosine "
-            f"{similarity:.3f} to the request; cut point {cut:.3f} (calibrated on WikiQA)",
-        )
+        return _local.context_verdict(self, vectors[0], vectors[1:], levels="binary")
+
+
+class ContextRelevance(RubricEvaluator):
+    """How relevant a list of retrieved documents is to the request, taken together.
+
+    Labels and scores: high 1.0, medium 0.5, low 0.0, with the judge's reasoning; passes
+    at >= 0.5. Fields: ``input`` (the request) and ``context`` (a list of documents,
+    numbered Document 1, Document 2, ... inside one delimited block; a string is one
+    document). An empty request or an empty list fails that row (a ``ValueError`` from
+    :meth:`score`) without any judge call.
+
+    Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
+    each document are embedded (all-MiniLM-L6-v2). The documents combine by their best
+    match: a list is as relevant as its most relevant document, as in the rubric, where
+    irrelevant documents beside a relevant one barely lower the label. That best cosine
+    is mapped onto high / medium / low by cut points calibrated on WikiQA; the explanation
+    quotes the cosine, which document it came from, and the cut points.
+
+    Examples
+    --------
+    >>> ev = ContextRelevance()
+    >>> ev.name, ev.choices
+    ('context_relevance', {'high': 1.0, 'medium': 0.5, 'low': 0.0})
+    """
+
+    template_name = "context_relevance"
+    required_fields = ("input", "context")
+
+    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        record = super().prepare(fields)
+        require_nonempty(record, "input")
+        docs = as_documents(record["context"])
+        if not docs:
+            raise RecordError("field 'context' is empty (no documents)")
+        record["context"] = docs
+        return record
+
+    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
+        return [str(record["input"]), *record["context"]]
+
+    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
+        from framekit.evaluators import _local
+
+        return _local.context_verdict(self, vectors[0], vectors[1:], levels="three")

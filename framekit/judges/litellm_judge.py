@@ -184,9 +184,16 @@ class Judge:
         )
 
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
-        """Embed texts with a litellm embedding model on this judge's endpoint."""
+        """Embed texts with a litellm embedding model on this judge's endpoint.
+
+        Only the endpoint travels with the call: decoding arguments such as ``seed`` mean
+        nothing to an embedding model and some providers reject them.
+        """
         lm = _litellm.litellm()
-        kwargs = self._endpoint_kwargs()
-        kwargs.pop("num_retries", None)
+        kwargs: dict[str, Any] = {"timeout": self.timeout, "max_retries": 0}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self._api_key:
+            kwargs["api_key"] = self._api_key
         response = await lm.aembedding(model=model, input=texts, **kwargs)
         return [item["embedding"] for item in response.data]

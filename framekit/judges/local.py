@@ -27,7 +27,9 @@ class LocalJudge:
 
     kind = "local"
     model = "local/all-MiniLM-L6-v2"
-    batch_size = 64
+    # Texts per call into the embedder (which batches by length inside); one call per
+    # batch also bounds how long a cancelled run waits for its worker thread.
+    batch_size = 256
     secrets: list[str] = []
 
     def __init__(self, embedder: Any | None = None) -> None:
@@ -44,9 +46,10 @@ class LocalJudge:
     @property
     def model_id(self) -> str:
         """Model name plus the pinned checksum: part of every embedding cache key."""
-        from framekit.judges.embedder import MODEL_ID
+        # Derived from the pinned checksum, so a fully cached run never loads the model.
+        from framekit.judges.embedder import MODEL_SHA256
 
-        return str(MODEL_ID)
+        return f"all-MiniLM-L6-v2-int8@{MODEL_SHA256[:12]}"
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         # onnxruntime releases the GIL, so a worker thread keeps the event loop free.

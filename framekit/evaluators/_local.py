@@ -1,0 +1,150 @@
+"""The offline judge's verdicts: embedding similarities mapped onto each evaluator's scale.
+
+The numbers come from :mod:`framekit.judges.local_methods` (similarities and the cut
+points calibrated there); this module only decides, per evaluator, which texts to compare
+and how to say what was measured. Each explanation names the method and its numbers, so a
+local score is never mistaken for an LLM's reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from framekit.evaluators import _prompt
+from framekit.evaluators.base import Verdict
+
+if TYPE_CHECKING:
+    from framekit.evaluators.answer_relevancy import AnswerRelevancy
+    from framekit.evaluators.rubric import RubricEvaluator
+    from framekit.judges.local_methods import Scale
+
+PASS_MARK = 0.7  # AnswerRelevancy's default threshold; the direct mapping is anchored on it
+
+
+def _lm() -> Any:
+    # Imported on first use: it reads the calibration file.
+    from framekit.judges import local_methods
+
+    return local_methods
+
+
+def _labelled(
+    ev: RubricEvaluator,
+    similarity: float,
+    scale: Scale,
+    method: str,
+    measure: str = "cosine",
+    calibrated_on: str = "WikiQA",
+) -> Verdict:
+    """Place ``similarity`` among the scale's cut points, on the evaluator's own labels."""
+    # The evaluator's labels worst first, so a renamed rubric keeps working by position.
+    labels = sorted(ev.choices, key=lambda label: ev.choices[label])
+    label = _lm().label_for(similarity, scale.cuts, labels)
+    bands = ", ".join(f"{c:.3f}" for c in scale.cuts)
+    explanation = (
+        f"Local similarity proxy ({method}): {measure} {similarity:.3f}; cut points {bands} "
+        f"separate {' < '.join(labels)} (calibrated on {calibrated_on}); not an LLM reading."
+    )
+    return Verdict(ev.choices[label], label, explanation)
+
+
+def five_level_relevance(
+    ev: RubricEvaluator, request: np.ndarray, response: np.ndarray
+) -> Verdict:
+    """ResponseRelevance: cosine of request and response on the five-level scale."""
+    lm = _lm()
+    similarity = lm.cosine(request, response)
+    return _labelled(
+        ev, similarity, lm.CALIBRATION.relevance_five, "request vs response, all-MiniLM-L6-v2"
+    )
+
+
+def context_verdict(
+    ev: RubricEvaluator, request: np.ndarray, documents: Sequence[np.ndarray], levels: str
+) -> Verdict:
+    """Retrieval and context relevance: the best document's cosine on a binary or
+    three-level scale (a list is as relevant as its most relevant document)."""
+    lm = _lm()
+    sims = lm.cosine_matrix(request, np.vstack(documents))[0]
+    similarity = lm.relevance_similarity(request, np.vstack(documents))
+    scale = lm.CALIBRATION.relevance_binary if levels == "binary" else lm.CALIBRATION.relevance_three
+    best = int(np.argmax(sims)) + 1
+    method = (
+        f"request vs best of {len(documents)} document(s), document {best}, all-MiniLM-L6-v2"
+    )
+    return _labelled(ev, similarity, scale, method)
+
+
+def coherence_texts(record: Mapping[str, Any]) -> list[str]:
+    """The response's sentences, then the turn just before it (the request, else the last
+    earlier turn with text) when there is one."""
+    texts = sentences(record)
+    before = previous_turn(record)
+    return [*texts, before] if before else texts
+
+
+def sentences(record: Mapping[str, Any]) -> list[str]:
+    output = _prompt.as_text(record["output"])
+    return _lm().split_sentences(output) or [output.strip()]
+
+
+def previous_turn(record: Mapping[str, Any]) -> str | None:
+    if record.get("input") is not None and _prompt.as_text(record["input"]).strip():
+        return _prompt.as_text(record["input"])
+    history = record.get("history")
+    if isinstance(history, str):
+        return history.strip() or None
+    for message in reversed(history or []):
+        text = _prompt.message_text(message) if isinstance(message, Mapping) else str(message)
+        if text.strip():
+            return text
+    return None
+
+
+def coherence_verdict(
+    ev: RubricEvaluator, record: Mapping[str, Any], vectors: list[np.ndarray]
+) -> Verdict:
+    """Coherence: mean cosine of consecutive sentences (the turn before the response
+    leading), on the five-level coherence scale."""
+    lm = _lm()
+    n = len(sentences(record))
+    sentence_vecs = np.vstack(vectors[:n])
+    history_vecs = np.vstack(vectors[n:]) if len(vectors) > n else None
+    similarity = lm.coherence_similarity(sentence_vecs, history_vecs)
+    pairs = n - 1 + (1 if history_vecs is not None else 0)
+    if pairs == 0:
+        method = "a single sentence with nothing before it: nothing to contradict"
+    else:
+        lead = ", the previous turn leading" if history_vecs is not None else ""
+        method = f"mean over {pairs} consecutive sentence pair(s) of {n} sentence(s){lead}"
+    return _labelled(
+        ev,
+        similarity,
+        lm.CALIBRATION.coherence_five,
+        method,
+        measure="mean cosine",
+        calibrated_on="Wikipedia sentence order",
+    )
+
+
+def direct_relevancy(ev: AnswerRelevancy, request: np.ndarray, response: np.ndarray) -> Verdict:
+    """AnswerRelevancy without a question writer: the request/response cosine mapped onto
+    [0, 1] piecewise linearly, 0 -> 0, the calibrated relevant cut -> 0.7, 1 -> 1."""
+    lm = _lm()
+    similarity = lm.cosine(request, response)
+    cut = float(lm.CALIBRATION.relevance_binary.cuts[0])
+    if similarity <= cut:
+        value = PASS_MARK * max(similarity, 0.0) / cut if cut > 0 else 0.0
+    else:
+        value = PASS_MARK + (1.0 - PASS_MARK) * (similarity - cut) / (1.0 - cut)
+    value = min(1.0, max(0.0, value))
+    explanation = (
+        f"Local direct comparison (no question writer): request vs response cosine "
+        f"{similarity:.3f}, mapped linearly so that 0 -> 0, the calibrated relevance cut "
+        f"{cut:.3f} -> {PASS_MARK} and 1 -> 1, giving {value:.3f}. Noncommittal answers "
+        "are not detected offline."
+    )
+    return Verdict(value, None, explanation)

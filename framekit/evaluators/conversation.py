@@ -1,0 +1,216 @@
+"""Conversation evaluators: the five-level rubrics that judge the most recent turn.
+
+:class:`ResponseRelevance` and :class:`Coherence` read a response, the request it answers
+and the earlier turns of the conversation (messages with tool calls and tool results, or
+plain text). Mapping only ``history`` is enough: the last user message is the request and
+the last assistant message with text is the response judged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from framekit._errors import RecordError
+from framekit.evaluators import _messages, _prompt
+from framekit.evaluators.base import Verdict
+from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
+from framekit.judges.base import ChatRequest
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from framekit.judges.base import JudgeLike
+
+
+class ConversationEvaluator(RubricEvaluator):
+    """A rubric over the last turn of a conversation (shared by the two built-ins below).
+
+    ``prompt_template`` is the user part of the prompt (the variant without the request
+    when ``include_inputs=False``); ``prompt_template_without_input`` serves records that
+    have no request (Coherence's input is optional); ``history_template`` is the section
+    put in front when the record has earlier turns. All are plain attributes: read them,
+    or assign your own text with the same ``{field}`` placeholders.
+    """
+
+    optional_fields: ClassVar[tuple[str, ...]] = ("history",)
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        threshold: float | None = None,
+        judge: JudgeLike | None = None,
+        system_prompt: str | None = None,
+        include_inputs: bool = True,
+        version: str = "v0",
+    ) -> None:
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            judge=judge,
+            system_prompt=system_prompt,
+            include_inputs=include_inputs,
+            version=version,
+        )
+        extra = self.spec.extra
+        self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
+        if not include_inputs:
+            self.prompt_template = self.prompt_template_without_input
+        self.history_template: str = str(extra.get("history", "{history}")).strip()
+
+    def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
+        # A messages column alone is enough: input and output are read from it per row.
+        if "history" in available:
+            return
+        super().check_fields(available, columns)
+
+    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        history = _messages.normalise_history(fields.get("history"))
+        turn = _messages.judged_turn(history, fields.get("input"), fields.get("output"))
+        record = {"input": turn.input, "output": turn.output, "history": turn.history}
+        for field in self.required_fields:
+            if record[field] is None:
+                hint = (
+                    "; a plain-text history cannot supply it, give messages instead"
+                    if isinstance(history, str)
+                    else ""
+                )
+                raise RecordError(f"field {field!r} is null{hint}")
+            require_nonempty(record, field)
+        return record
+
+    def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
+        texts = self.field_texts(record)
+        if not self.include_inputs:
+            texts.pop("input", None)
+        template = self.prompt_template
+        if "input" not in texts and "{input}" in template:
+            template = self.prompt_template_without_input
+        user = _prompt.render(template, texts)
+        if "history" in texts and "{history}" not in template:
+            user = _prompt.render(self.history_template, texts) + "\n\n" + user
+        return ChatRequest(
+            messages=[
+                {"role": "system", "content": self.system_prompt},
+                {"role": "user", "content": user},
+            ],
+            schema_name=self.name,
+            schema=self.answer_schema(),
+            label_field="label",
+            choices=tuple(self.choices),
+        )
+
+
+class ResponseRelevance(ConversationEvaluator):
+    """How much of the response bears on what was asked: a five-level rubric.
+
+    Labels and scores: Not At All 0.0, Not Generally 0.25, Neutral/Mixed 0.5,
+    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. Relevance, not factual
+    accuracy: unrelated material lowers the rating, an honest "I can't answer that" to the
+    question asked is still relevant, and repetition is not penalised.
+
+    Fields: ``input`` (the request) and ``output`` (the response), optional ``history``
+    (earlier turns as ``{"role", "content"}`` messages, tool calls and tool results
+    included, or a string). Only the most recent turn is judged. With only ``history``
+    mapped, the last user message is the input and the last assistant message the output.
+
+    Parameters
+    ----------
+    name, threshold, judge
+        Column prefix (default ``response_relevance``), pass mark (default 0.5), and a
+        judge for this evaluator alone.
+    system_prompt
+        Replaces the built-in instructions (the rubric); the label set is unchanged.
+    include_inputs
+        ``False`` leaves the request out of the prompt.
+    version
+        Prompt template version (``"v0"``); an unknown version lists the known ones.
+
+    Notes
+    -----
+    Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
+    the response are embedded (all-MiniLM-L6-v2) and their cosine similarity is mapped onto
+    the five labels by cut points calibrated on WikiQA question/answer pairs
+    (``framekit.judges.local_methods.CALIBRATION.relevance_five``); the explanation quotes
+    the cosine and the cut points. Earlier turns are not used.
+
+    Examples
+    --------
+    >>> ev = ResponseRelevance()
+    >>> ev.name, ev.threshold, ev.choices["Generally Yes"]
+    ('response_relevance', 0.5, 0.75)
+    """
+
+    template_name = "response_relevance"
+    required_fields = ("input", "output")
+
+    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
+        return [_prompt.as_text(record["input"]), _prompt.as_text(record["output"])]
+
+    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
+        from framekit.evaluators import _local
+
+        return _local.five_level_relevance(self, vectors[0], vectors[1])
+
+
+class Coherence(ConversationEvaluator):
+    """Whether the response holds together logically: a five-level rubric.
+
+    Labels and scores: Not At All 0.0, Not Generally 0.25, Neutral/Mixed 0.5,
+    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. The rubric looks for
+    contradictions (within the response and against earlier turns), gaps in logic, and the
+    soundness of the reasoning given its premises (not whether the facts are true); a
+    response that needs no reasoning gets full marks.
+
+    Fields: ``output`` (the response), optional ``input`` (the request) and ``history``
+    (earlier turns as messages, tool calls included, or a string). Only the most recent
+    turn is judged; with only ``history`` mapped, the last assistant message is judged and
+    the last user message before it is the request.
+
+    Parameters
+    ----------
+    name, threshold, judge
+        Column prefix (default ``coherence``), pass mark (default 0.5), and a judge for
+        this evaluator alone.
+    system_prompt
+        Replaces the built-in instructions (the rubric); the label set is unchanged.
+    include_inputs
+        ``False`` leaves the request out of the prompt.
+    version
+        Prompt template version (``"v0"``).
+
+    Notes
+    -----
+    Offline judge (``judge="local"``): the classic embedding-based coherence measure, a
+    proxy for semantic continuity rather than logic. The response is split into sentences
+    (:func:`framekit.judges.local_methods.split_sentences`) and each is embedded
+    (all-MiniLM-L6-v2), together with the turn just before the response (the request,
+    else the last earlier turn with text). The score is the mean cosine similarity of
+    consecutive pairs along that chain (the previous turn leading;
+    :func:`framekit.judges.local_methods.coherence_similarity`), mapped onto the five
+    labels by cut points calibrated on Wikipedia sentence order
+    (``CALIBRATION.coherence_five``). A one-sentence response with nothing before it has
+    nothing to contradict and gets "Completely Yes", as in the rubric. Embeddings see
+    topic drift, not logic: a contradiction on the same topic goes unnoticed. The
+    explanation quotes the similarity, the number of pairs and the cut points.
+
+    Examples
+    --------
+    >>> Coherence().required_fields, Coherence().optional_fields
+    (('output',), ('input', 'history'))
+    """
+
+    template_name = "coherence"
+    required_fields = ("output",)
+    optional_fields = ("input", "history")
+
+    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
+        from framekit.evaluators import _local
+
+        return _local.coherence_texts(record)
+
+    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
+        from framekit.evaluators import _local
+
+        return _local.coherence_verdict(self, record, vectors)
