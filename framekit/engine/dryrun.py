@@ -48,7 +48,8 @@ class RequestPlan:
     ``requests`` is what would be sent; ``unique_requests`` counts distinct requests
     before the cache, ``cached`` those already answered. ``local_texts`` counts distinct
     texts the offline judge would embed that are not cached yet. ``skipped`` counts
-    evaluations that fail before any call (a null or empty required field).
+    evaluations that fail before any call (a null or empty required field). ``judges``
+    names the judge models; ``local_judge`` says whether the offline judge is one of them.
     """
 
     rows: int = 0
@@ -61,7 +62,9 @@ class RequestPlan:
     cost_usd: float | None = None
     cost_known: bool = True
     local_texts: int = 0
+    local_judge: bool = False
     skipped: int = 0
+    judges: list[str] = field(default_factory=list)
     by_evaluator: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -78,15 +81,22 @@ class RequestPlan:
         per = ", ".join(f"{k} {v}" for k, v in self.by_evaluator.items()) or "none"
         lines = [
             f"dry run: {self.rows} rows x evaluators = {self.evaluations} evaluations",
+            f"  judge: {', '.join(self.judges) or 'none'}",
             f"  requests to send: {self.requests} "
             f"({self.unique_requests} distinct after dedup, {self.cached} already cached)",
-            f"  per evaluator: {per}",
-            f"  estimated tokens: {self.tokens} "
-            f"({self.prompt_tokens} prompt + {self.answer_tokens} answer)",
-            f"  estimated cost: {cost}",
         ]
-        if self.local_texts:
-            lines.append(f"  offline judge: {self.local_texts} texts to embed on the CPU, no cost")
+        if self.unique_requests:
+            lines += [
+                f"  per evaluator: {per}",
+                f"  estimated tokens: {self.tokens} "
+                f"({self.prompt_tokens} prompt + {self.answer_tokens} answer)",
+            ]
+        lines.append(f"  estimated cost: {cost}")
+        if self.local_judge:
+            lines.append(
+                f"  offline judge: {self.local_texts} texts to embed on the CPU "
+                "(the rest are cached), no API calls"
+            )
         if self.skipped:
             lines.append(f"  {self.skipped} evaluations will fail before any call (null fields)")
         return "\n".join(lines)
@@ -206,6 +216,8 @@ def plan_requests(
         else:
             plan.cost_usd = (plan.cost_usd or 0.0) + price
     plan.local_texts = _uncached_texts(list(texts), judges.values(), store)
+    plan.judges = sorted({j.model for j in judges.values()})
+    plan.local_judge = any(isinstance(j, LocalJudge) for j in judges.values())
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
     return plan

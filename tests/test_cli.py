@@ -1,0 +1,272 @@
+"""The ``framekit`` command, run as a user runs it: in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def framekit(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    environ = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_OFFLINE_MODE": "true"}
+    environ.pop("FRAMEKIT_JUDGE", None)
+    environ.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "framekit.cli", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def rag_parquet(tmp_path: Path) -> Path:
+    """40 rows, 12 distinct (question, docs) pairs, one row with a null question."""
+    questions = [f"What is item {i % 12}?" for i in range(40)]
+    questions[5] = None  # type: ignore[call-overload]
+    frame = pl.DataFrame(
+        {
+            "row_id": list(range(40)),
+            "question": questions,
+            "docs": [[f"Item {i % 12} is a thing."] for i in range(40)],
+            "answer": [f"It is thing {i % 12}." for i in range(40)],
+            "strategy": ["bm25", "dense"] * 20,
+        }
+    )
+    path = tmp_path / "runs.parquet"
+    frame.write_parquet(path)
+    return path
+
+
+def assert_input_error(result: subprocess.CompletedProcess[str], *needles: str) -> None:
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needles"),
+    [
+        (["missing.parquet", "-e", "retrieval_relevance"], ["no such file", "missing.parquet"]),
+        (["notes.csv", "-e", "retrieval_relevance"], ["notes.csv", "is not a Parquet file"]),
+        (
+            ["runs.parquet", "-e", "retrieval_relevancy"],
+            ["unknown evaluator 'retrieval_relevancy'"],
+        ),
+        (
+            ["runs.parquet", "-e", "retrieval_relevance", "--map", "input=query"],
+            ["no column 'query'", "'question'"],
+        ),
+        (
+            ["runs.parquet", "-e", "retrieval_relevance", "--map", "input=question"],
+            ["needs field 'context'"],
+        ),
+        (["runs.parquet", "-e", "coherence", "--map", "output"], ["expected FIELD=COLUMN"]),
+        (["--sql", "select * from no_such_table", "-e", "coherence"], ["SQL query failed"]),
+    ],
+    ids=[
+        "missing",
+        "not-parquet",
+        "unknown-evaluator",
+        "missing-column",
+        "unmapped-field",
+        "bad-map",
+        "bad-sql",
+    ],
+)
+def test_input_errors_exit_2_with_a_message_and_leave_nothing(tmp_path, rag_parquet, args, needles):
+    (tmp_path / "notes.csv").write_text("a,b\n1,2\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    result = framekit(
+        "evaluate", *args, "-o", "out/scored.parquet", "--judge", "openai/never", cwd=tmp_path
+    )
+    assert_input_error(result, *needles)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no destination, no parts
+
+
+def test_api_key_env_must_name_a_set_variable(tmp_path, rag_parquet):
+    result = framekit(
+        "evaluate",
+        "runs.parquet",
+        "-o",
+        "o.parquet",
+        "-e",
+        "retrieval_relevance",
+        "--map",
+        "input=question",
+        "--map",
+        "context=docs",
+        "--judge",
+        "openai/x",
+        "--api-key-env",
+        "FRAMEKIT_TEST_UNSET_KEY",
+        cwd=tmp_path,
+    )
+    assert_input_error(result, "FRAMEKIT_TEST_UNSET_KEY is not set")
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_every_subcommand_has_help(tmp_path):
+    for command, option in [
+        ("evaluate", "--dry-run"),
+        ("report", "--html"),
+        ("compare", "--on"),
+        ("demo", "--out"),
+    ]:
+        result = framekit(command, "--help", cwd=tmp_path)
+        assert result.returncode == 0 and option in result.stdout
+    top = framekit("--help", cwd=tmp_path)
+    assert "FRAMEKIT_API_KEY" in top.stdout
+    assert framekit(cwd=tmp_path).returncode == 2  # a subcommand is required
+
+
+def test_dry_run_sends_nothing_and_predicts_the_real_run(tmp_path, rag_parquet, judge_simulator):
+    common = [
+        "runs.parquet",
+        "-e",
+        "retrieval_relevance,coherence",
+        "--map",
+        "input=question",
+        "--map",
+        "context=docs",
+        "--map",
+        "output=answer",
+        "--judge",
+        "openai/sim",
+        "--api-base",
+        judge_simulator.api_base,
+        "--cache",
+        "cache",
+    ]
+    env = {"FRAMEKIT_API_KEY": "sk-test"}
+    dry = framekit("evaluate", *common, "--dry-run", cwd=tmp_path, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert judge_simulator.stats()["total"] == 0
+    assert not (tmp_path / "cache").exists()  # a dry run creates nothing
+    planned = int(re.search(r"requests to send: (\d+)", dry.stdout).group(1))  # type: ignore[union-attr]
+    # Retrieval: 12 distinct (question, docs) pairs; the question-less row fails before
+    # any call. Coherence: 12 distinct (answer, question) pairs, plus that row's answer
+    # without a question (the question is optional for coherence).
+    assert planned == 12 + 13, dry.stdout
+    assert "1 evaluations will fail before any call" in dry.stdout
+    assert "estimated tokens" in dry.stdout and "estimated cost" in dry.stdout
+
+    real = framekit(
+        "evaluate",
+        *common,
+        "-o",
+        "scored.parquet",
+        "-q",
+        "--max-failures",
+        "0",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert real.returncode == 1, real.stderr  # the null question fails one row
+    assert "1 rows failed, more than --max-failures 0" in real.stderr
+    assert judge_simulator.stats()["chat"] == planned
+    assert pl.read_parquet(tmp_path / "scored.parquet").height == 40
+
+    again = framekit("evaluate", *common, "--dry-run", cwd=tmp_path, env=env)
+    assert "requests to send: 0" in again.stdout
+    assert f"{planned} already cached" in again.stdout
+    ok = framekit(
+        "evaluate",
+        *common,
+        "-o",
+        "scored.parquet",
+        "-q",
+        "--max-failures",
+        "1",
+        cwd=tmp_path,
+        env=env,
+    )
+    assert ok.returncode == 0, ok.stderr
+    assert judge_simulator.stats()["chat"] == planned  # everything came from the cache
+
+
+def test_sql_dry_run_reads_the_input_as_a_view(tmp_path, rag_parquet):
+    result = framekit(
+        "evaluate",
+        "runs.parquet",
+        "--sql",
+        "select * from input where strategy = 'dense'",
+        "-e",
+        "coherence",
+        "--map",
+        "output=answer",
+        "--judge",
+        "openai/gpt-4o-mini",
+        "--no-cache",
+        "--dry-run",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "dry run: 20 rows" in result.stdout
+    # gpt-4o-mini is in litellm's price map, so the estimate has a price.
+    assert re.search(r"estimated cost: \$\d+\.\d{4}", result.stdout)
+
+
+def scored_file(path: Path) -> Path:
+    n = 40
+    pl.DataFrame(
+        {
+            "question_id": [i // 2 for i in range(n)],
+            "strategy": ["bm25", "dense"] * (n // 2),
+            "coherence_score": [0.25 if i % 2 == 0 else 1.0 for i in range(n)],
+            "coherence_label": [
+                "Not Generally" if i % 2 == 0 else "Completely Yes" for i in range(n)
+            ],
+            "coherence_explanation": ["..."] * n,
+            "coherence_passed": [i % 2 == 1 for i in range(n)],
+            "coherence_error": [None] * n,
+        },
+        schema_overrides={"coherence_error": pl.String},
+    ).write_parquet(path)
+    return path
+
+
+def test_report_prints_summaries_and_writes_html_and_png(tmp_path):
+    scored_file(tmp_path / "scored.parquet")
+    result = framekit(
+        "report",
+        "scored.parquet",
+        "--by",
+        "strategy",
+        "--html",
+        "r.html",
+        "--png",
+        "charts",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "coherence" in result.stdout and "dense" in result.stdout
+    assert "<table>" in (tmp_path / "r.html").read_text()
+    for name in ("distributions.png", "means.png"):
+        assert (tmp_path / "charts" / name).read_bytes()[:4] == b"\x89PNG"
+    missing = framekit("report", "scored.parquet", "--by", "model", cwd=tmp_path)
+    assert_input_error(missing, "no column 'model'")
+    plain = tmp_path / "plain.parquet"
+    pl.DataFrame({"a": [1]}).write_parquet(plain)
+    assert_input_error(framekit("report", "plain.parquet", cwd=tmp_path), "no framekit result")
+
+
+def test_compare_names_the_better_strategy(tmp_path):
+    scored_file(tmp_path / "scored.parquet")
+    result = framekit(
+        "compare", "scored.parquet", "--by", "strategy", "--on", "question_id", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "coherence: dense is better than bm25" in result.stdout
