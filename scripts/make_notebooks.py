@@ -1,0 +1,168 @@
+"""Write the example notebooks in notebooks/ (outputs stripped) from the cells below.
+
+The notebooks are the artefact users open; this script keeps their source reviewable as
+plain Python and regenerates them identically: ``python scripts/make_notebooks.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+ROOT = Path(__file__).resolve().parents[1] / "notebooks"
+
+SETUP = """\
+%matplotlib inline
+import os
+
+import duckdb
+import polars as pl
+
+import framekit as fk
+
+# "local" is the offline judge (no API key needed). Set FRAMEKIT_JUDGE to a litellm model
+# string, e.g. "openai/gpt-4o-mini", to use an LLM judge instead.
+JUDGE = os.environ.get("FRAMEKIT_JUDGE", "local")
+CACHE = os.environ.get("FRAMEKIT_CACHE_DIR", ".framekit-cache")
+pl.Config.set_fmt_str_lengths(60)"""
+
+SCORE_TRACES = [
+    new_markdown_cell(
+        "# Score logged traces\n\n"
+        "Load an OpenInference span export (as Phoenix or an OpenTelemetry exporter writes "
+        "it), score each conversation's last turn, inspect the failures with polars, and "
+        "query the results with DuckDB."
+    ),
+    new_code_cell(SETUP),
+    new_markdown_cell(
+        "## Load the export\n\n`level=\"trace\"` gives one row per trace: the last user "
+        "turn as `input`, the answer as `output`, earlier turns as `history`, and the "
+        "retrieved documents as `context`."
+    ),
+    new_code_cell(
+        "from framekit.data import SAMPLE_TRACES_PATH\n\n"
+        'traces = fk.traces.load(SAMPLE_TRACES_PATH, level="trace")\n'
+        'traces.select("trace_id", "input", "output", pl.col("history").list.len().alias("turns_before"))'
+    ),
+    new_markdown_cell("## Score every trace"),
+    new_code_cell(
+        "from framekit.evaluators import Coherence, ResponseRelevance\n\n"
+        "scored = fk.evaluate_dataframe(\n"
+        "    traces,\n"
+        "    [ResponseRelevance(), Coherence()],\n"
+        '    {"input": "input", "output": "output", "history": "history"},\n'
+        "    judge=JUDGE,\n"
+        "    cache=CACHE,\n"
+        ")\n"
+        "fk.summarize(scored)"
+    ),
+    new_markdown_cell(
+        "## Inspect what failed or scored low\n\nA failed row has a null score and a "
+        "one-line `_error`; it is never averaged as 0."
+    ),
+    new_code_cell(
+        'failed = scored.filter(pl.col("response_relevance_error").is_not_null())\n'
+        'print(f"{failed.height} failed rows")\n'
+        'scored.sort("response_relevance_score").select(\n'
+        '    "input", "output", "response_relevance_label", "response_relevance_explanation"\n'
+        ").head(5)"
+    ),
+    new_markdown_cell(
+        "## Score each retrieval step\n\n`level=\"span\"` gives one row per retriever, "
+        "reranker or tool span, with the user's request as `input`."
+    ),
+    new_code_cell(
+        "from framekit.evaluators import RetrievalRelevance\n\n"
+        'spans = fk.traces.load(SAMPLE_TRACES_PATH, level="span")\n'
+        "retrieval = fk.evaluate_dataframe(\n"
+        '    spans, [RetrievalRelevance()], {"input": "input", "context": "context"},\n'
+        "    judge=JUDGE, cache=CACHE,\n"
+        ")\n"
+        'retrieval.select("span_kind", "name", "retrieval_relevance_label", "retrieval_relevance_score")'
+    ),
+    new_markdown_cell(
+        "## Query with DuckDB\n\nHand DuckDB the Arrow data (no copy) and join scores back "
+        "to spans by `trace_id`."
+    ),
+    new_code_cell(
+        "con = duckdb.connect()\n"
+        'con.register("traces_scored", scored.to_arrow())\n'
+        'con.register("retrieval_scored", retrieval.to_arrow())\n'
+        "con.sql(\n"
+        '    """\n'
+        "    select t.trace_id,\n"
+        "           t.response_relevance_score as answer_relevance,\n"
+        "           avg(r.retrieval_relevance_score) as mean_retrieval_relevance,\n"
+        "           count(r.span_id) as retrieval_steps\n"
+        "    from traces_scored t left join retrieval_scored r using (trace_id)\n"
+        "    group by all\n"
+        "    order by answer_relevance nulls first\n"
+        '    """\n'
+        ").pl()"
+    ),
+]
+
+COMPARE_RETRIEVAL = [
+    new_markdown_cell(
+        "# Compare two retrieval strategies\n\n"
+        "The bundled sample answers 100 questions twice, once with a `bm25` retriever and "
+        "once with a `dense` one. Score both, then ask whether the difference is real."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "from framekit.data import load_sample\n\n"
+        "sample = load_sample()\n"
+        'sample.group_by("strategy").len()'
+    ),
+    new_code_cell(
+        "from framekit.evaluators import ContextRelevance, RetrievalRelevance\n\n"
+        "scored = fk.evaluate_dataframe(\n"
+        "    sample,\n"
+        "    [RetrievalRelevance(), ContextRelevance()],\n"
+        '    {"input": "question", "context": "documents"},\n'
+        "    judge=JUDGE,\n"
+        "    cache=CACHE,\n"
+        ")\n"
+        'fk.summarize(scored, by="strategy")'
+    ),
+    new_markdown_cell(
+        "## Paired comparison\n\nThe same question appears under both strategies, so "
+        "`on=\"question_id\"` pairs the rows and tests the per-question differences."
+    ),
+    new_code_cell(
+        'comparison = fk.compare(scored, by="strategy", on="question_id")\n'
+        "print(fk.report.describe_comparison(comparison))\n"
+        'comparison.select("evaluator", "group_a", "group_b", "diff", "diff_ci_low", "diff_ci_high", "p_value", "winner")'
+    ),
+    new_markdown_cell(
+        "## Plot\n\n`fk.plot` returns matplotlib Figures; `display` shows them inline and "
+        "`fk.plot.save` writes a PNG."
+    ),
+    new_code_cell(
+        "from IPython.display import display\n\n"
+        'display(fk.plot.means(scored, by="strategy"))\n'
+        'display(fk.plot.distributions(scored, by="strategy"))'
+    ),
+]
+
+
+def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
+    notebook = new_notebook(cells=cells)
+    for i, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{i:02d}"  # stable ids: regenerating gives the same file
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    path = ROOT / name
+    ROOT.mkdir(exist_ok=True)
+    nbformat.write(notebook, path)
+    return path
+
+
+def main() -> None:
+    for name, cells in (("01_score_traces.ipynb", SCORE_TRACES), ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL)):
+        print(write(name, cells))
+
+
+if __name__ == "__main__":
+    main()
