@@ -183,9 +183,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 def _read_scored(path: str, extra: Sequence[str] = ()) -> pl.DataFrame:
     """The result columns of a scored file (plus ``extra``), not its input columns."""
     from framekit import io
+    from framekit.io._sources import _schema_of
 
     files = io.resolve_sources(path)
-    schema = io._schema_of(files)
+    schema = _schema_of(files)
     names = [c[: -len("_score")] for c in schema if c.endswith("_score")]
     names = [n for n in names if f"{n}_error" in schema]
     if not names:

@@ -15,7 +15,6 @@ import pytest
 
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
-from framekit.testing import SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -279,9 +279,11 @@ def plan_parquet(
     >>> print(plan.describe())  # doctest: +SKIP
     """
     from framekit import io
+    from framekit.io._duckdb import _is_duckdb_relation
+    from framekit.io._sources import _row_groups, _schema_of
 
     evs = _check_evaluators(evaluators)
-    if io._is_duckdb_relation(source):
+    if _is_duckdb_relation(source):
         to_reader = getattr(source, "to_arrow_reader", None) or source.fetch_record_batch
         try:
             reader = to_reader(io.MAX_SLICE_ROWS)
@@ -300,10 +302,10 @@ def plan_parquet(
         io.validate_inputs(schema, evs, mapping, overwrite=True, details=False)
         return plan_requests(batches(), evs, mapping, judge=judge, cache=cache)
     files = io.resolve_sources(source)
-    schema = io._schema_of(files)
+    schema = _schema_of(files)
     io.validate_inputs(schema, evs, mapping, overwrite=True, details=False)
     columns = io.needed_columns(schema, mapping, evs)
     scan = io.scan_sources(files).select(columns)
-    slices = io.plan_slices(io._row_groups(files), slice_rows)
+    slices = io.plan_slices(_row_groups(files), slice_rows)
     frames = (scan.slice(offset, length).collect() for offset, length in slices)
     return plan_requests(frames, evs, mapping, judge=judge, cache=cache)

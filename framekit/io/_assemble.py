@@ -1,0 +1,111 @@
+"""The final write: input columns and result parts into the destination, atomically.
+
+The destination is written under a temporary name in the parts directory and renamed
+onto its own name only when complete, so no half-written file ever has that name and an
+existing destination stays as it was until then.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from framekit._mapping import MappingValue
+from framekit.evaluators.base import Evaluator
+from framekit.frame import aevaluate_dataframe
+from framekit.io._parts import _Parts
+
+ASSEMBLY_BATCH_ROWS = 16_384  # rows read at a time when the destination is written
+OUTPUT_ROW_GROUP_ROWS = 65_536  # row group size of the destination
+
+
+def _input_batches(files: Sequence[Path], columns: list[str]) -> Iterator[Any]:
+    """The input's record batches, in order, a few pages at a time."""
+    import pyarrow.parquet as pq
+
+    for path in files:
+        with pq.ParquetFile(path) as handle:
+            yield from handle.iter_batches(batch_size=ASSEMBLY_BATCH_ROWS, columns=columns)
+
+
+def _assemble(
+    files: Sequence[Path],
+    columns: list[str],
+    slices: Sequence[tuple[int, int]],
+    parts: _Parts,
+    destination: Path,
+) -> None:
+    """Stream the input columns and the result parts into a temporary file, then rename it.
+
+    The input is read once more here, with pyarrow in batches of ``ASSEMBLY_BATCH_ROWS``
+    rows rather than a slice at a time: decoding a whole row group for a slice costs
+    several times its size in memory, and this step needs none of polars' work.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tmp = parts.dir / "assembled.parquet.tmp"
+    batches = _input_batches(files, columns)
+    pending = None
+    buffered: list[Any] = []
+    writer: pq.ParquetWriter | None = None
+
+    def flush() -> None:
+        nonlocal writer
+        table = pa.concat_tables(buffered).replace_schema_metadata(None)
+        buffered.clear()
+        if writer is None:
+            writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
+        elif table.schema != writer.schema:  # e.g. string in one file, large_string in another
+            table = table.cast(writer.schema)
+        writer.write_table(table, row_group_size=table.num_rows)
+
+    try:
+        for i, (_, length) in enumerate(slices):
+            results = pq.read_table(parts.part(i))
+            done = 0
+            while done < length:
+                if pending is None or pending.num_rows == 0:
+                    pending = next(batches)
+                take = min(pending.num_rows, length - done)
+                piece = pa.Table.from_batches([pending.slice(0, take)])
+                pending = pending.slice(take)
+                for name in results.column_names:
+                    piece = piece.append_column(
+                        results.schema.field(name), results.column(name).slice(done, take)
+                    )
+                buffered.append(piece)
+                done += take
+                if sum(t.num_rows for t in buffered) >= OUTPUT_ROW_GROUP_ROWS:
+                    flush()
+        if buffered:
+            flush()
+    finally:
+        if writer is not None:
+            writer.close()
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, destination)
+
+
+async def _write_empty(
+    scan: pl.LazyFrame,
+    evs: Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None,
+    details: bool,
+    drop: Sequence[str],
+    dest: Path,
+    parts: _Parts,
+) -> None:
+    # No rows: the frame layer gives the typed, empty result columns without any call.
+    empty = scan.collect().drop(drop)
+    scored = await aevaluate_dataframe(
+        empty, evs, mapping, judge="local", cache=False, progress=False, details=details
+    )
+    tmp = parts.dir / "assembled.parquet.tmp"
+    scored.write_parquet(tmp)
+    os.replace(tmp, dest)

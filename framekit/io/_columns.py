@@ -1,0 +1,64 @@
+"""Which input columns scoring reads, and the checks made before anything is written."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from framekit._errors import InputError
+from framekit._mapping import MappingValue, resolve_mapping
+from framekit.evaluators.base import FIELDS, Evaluator
+from framekit.frame import result_columns as _result_columns
+
+
+def needed_columns(
+    schema: pl.Schema,
+    mapping: Mapping[str, MappingValue] | None,
+    evaluators: Sequence[Evaluator],
+) -> list[str]:
+    """The input columns scoring reads: mapped columns, an expression's roots, and every
+    column when a callable mapping needs the whole row."""
+    wanted = {f for ev in evaluators for f in ev.fields}
+    if mapping is None:
+        return [c for c in schema if c in FIELDS and c in wanted]
+    columns: set[str] = set()
+    for name, source in mapping.items():
+        if name not in wanted:
+            continue
+        if isinstance(source, str):
+            columns.add(source)
+        elif isinstance(source, pl.Expr):
+            try:
+                roots = source.meta.root_names()
+            except Exception:
+                return list(schema)
+            if not roots or source.meta.is_regex_projection():
+                return list(schema)
+            columns.update(roots)
+        else:  # a callable receives the whole row as a dict
+            return list(schema)
+    return [c for c in schema if c in columns]
+
+
+def validate_inputs(
+    schema: pl.Schema,
+    evaluators: Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None,
+    overwrite: bool,
+    details: bool,
+) -> list[str]:
+    """Raise :class:`InputError` for a bad mapping, a missing field or a column clash,
+    before any file is written or any judge is called. Returns the clashing columns."""
+    empty = pl.DataFrame(schema=schema)
+    needed = {f for ev in evaluators for f in ev.fields}
+    resolved = resolve_mapping(empty, mapping, needed)
+    for ev in evaluators:
+        ev.check_fields(resolved.available, empty.columns)
+    clash = [c for c in _result_columns(evaluators, details) if c in schema]
+    if clash and not overwrite:
+        raise InputError(
+            f"result column {clash[0]!r} already exists in the input; pass overwrite=True "
+            "(--overwrite) to replace it"
+        )
+    return clash

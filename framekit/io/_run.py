@@ -1,0 +1,87 @@
+"""What a run did: :class:`ParquetRun`, the stats summed over slices, the progress bar."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import polars as pl
+
+from framekit.engine.stats import RunStats
+from framekit.evaluators.base import Evaluator
+
+
+@dataclass
+class ParquetRun:
+    """What :func:`evaluate_parquet` did.
+
+    ``stats`` totals the work of *this* run (requests sent, cache hits, tokens...);
+    slices finished by an earlier, interrupted run are counted in ``skipped_slices`` and
+    ``skipped_rows``. ``failed_rows`` counts rows of the destination where at least one
+    evaluator recorded an error.
+    """
+
+    destination: Path
+    rows: int
+    slices: int
+    skipped_slices: int = 0
+    skipped_rows: int = 0
+    failed_rows: int = 0
+    stats: RunStats = field(default_factory=RunStats)
+    elapsed_s: float = 0.0
+
+    def summary(self) -> str:
+        """One line for a terminal or a log."""
+        resumed = (
+            f", {self.skipped_slices} already done ({self.skipped_rows} rows)"
+            if self.skipped_slices
+            else ""
+        )
+        return (
+            f"framekit: wrote {self.rows} rows to {self.destination} in {self.elapsed_s:.1f}s "
+            f"({self.slices} slices{resumed}); {self.stats.requests_sent} requests sent, "
+            f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
+        )
+
+
+def _add_stats(total: RunStats, part: RunStats) -> None:
+    for f in fields(RunStats):
+        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures"):
+            continue
+        setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
+    if part.cost_usd is not None:
+        total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
+    for name, n in part.per_evaluator_failures.items():
+        total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+
+
+def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
+    errors = [pl.col(f"{ev.name}_error").is_not_null() for ev in evaluators]
+    value = pl.scan_parquet(path).select(pl.any_horizontal(errors).sum()).collect().item()
+    return int(value or 0)
+
+
+def _last_stats() -> RunStats:
+    from framekit.engine.stats import last_run
+
+    stats = last_run()
+    return stats if stats is not None else RunStats()
+
+
+class _RowBar:
+    """One tqdm bar over every row of the input (resumed rows count as done)."""
+
+    def __init__(self, total: int, initial: int) -> None:
+        from tqdm.auto import tqdm
+
+        self.bar = tqdm(
+            total=total, initial=initial, desc="framekit", unit="row", dynamic_ncols=True
+        )
+
+    def advance(self, rows: int, failures: int) -> None:
+        self.bar.set_postfix({"failed": failures}, refresh=False)
+        self.bar.update(rows)
+
+    def close(self) -> None:
+        self.bar.close()
