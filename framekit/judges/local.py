@@ -46,10 +46,10 @@ class LocalJudge:
     @property
     def model_id(self) -> str:
         """Model name plus the pinned checksum: part of every embedding cache key."""
-        # Derived from the pinned checksum, so a fully cached run never loads the model.
-        from framekit.judges.embedder import MODEL_SHA256
+        # A constant from the pinned checksum: a fully cached run never loads the model.
+        from framekit.judges.embedder import MODEL_ID
 
-        return f"all-MiniLM-L6-v2-int8@{MODEL_SHA256[:12]}"
+        return MODEL_ID
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         # onnxruntime releases the GIL, so a worker thread keeps the event loop free.
