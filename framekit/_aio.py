@@ -1,38 +1,172 @@
-"""Running coroutines from synchronous code, including inside Jupyter's running loop."""
+"""Running coroutines from synchronous code: Ctrl-C that stops cleanly, and Jupyter.
+
+``run_sync`` owns the event loop of a synchronous call, so it also owns what Ctrl-C
+means there: the first SIGINT cancels the run (every answer received so far is already in
+the cache, since each is written as it arrives) and raises :class:`RunInterrupted`
+with the message the run left through :func:`note_interrupted`; a second SIGINT stops at
+once, as Python normally would.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import signal
 import threading
 from collections.abc import Coroutine
+from dataclasses import dataclass
+from types import FrameType
 from typing import Any, TypeVar
 
+from framekit._errors import RunInterrupted
+
 T = TypeVar("T")
+
+
+@dataclass
+class _Interrupt:
+    requested: bool = False
+    message: str | None = None
+
+
+_CURRENT: contextvars.ContextVar[_Interrupt | None] = contextvars.ContextVar(
+    "framekit_interrupt", default=None
+)
+
+_DEFAULT_MESSAGE = "framekit: run interrupted"
+
+
+def note_interrupted(message: str) -> None:
+    """Called by a run being cancelled: the text of the :class:`RunInterrupted` to raise."""
+    state = _CURRENT.get()
+    if state is not None and state.requested:
+        state.message = message
+
+
+def interrupt_requested() -> bool:
+    """Whether the current run is being cancelled because the user pressed Ctrl-C."""
+    state = _CURRENT.get()
+    return state is not None and state.requested
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion and return its result.
 
-    With no running loop this is ``asyncio.run``. Inside a running loop (Jupyter), the
-    coroutine runs on a fresh loop in a helper thread, because blocking the notebook's own
-    loop would deadlock it; the caller blocks until it finishes.
+    With no running loop the coroutine runs on a new loop in this thread. Inside a running
+    loop (Jupyter) it runs on a fresh loop in a helper thread, because blocking the
+    notebook's own loop would deadlock it; the caller blocks until it finishes. Either
+    way Ctrl-C cancels it and raises :class:`RunInterrupted`.
+
+    Examples
+    --------
+    >>> async def answer() -> int:
+    ...     return 42
+    >>> run_sync(answer())
+    42
     """
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        return _run_here(coro)
+    return _run_in_thread(coro)
 
+
+def _start(
+    coro: Coroutine[Any, Any, T],
+) -> tuple[asyncio.AbstractEventLoop, asyncio.Task[T], _Interrupt]:
+    state = _Interrupt()
+    loop = asyncio.new_event_loop()
+    # The task copies the context at creation, so the run can find its interrupt state.
+    token = _CURRENT.set(state)
+    try:
+        task = loop.create_task(coro)
+    finally:
+        _CURRENT.reset(token)
+    return loop, task, state
+
+
+def _interrupted(state: _Interrupt) -> RunInterrupted:
+    return RunInterrupted(state.message or _DEFAULT_MESSAGE)
+
+
+def _run_here(coro: Coroutine[Any, Any, T]) -> T:
+    loop, task, state = _start(coro)
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if state.requested:  # a second Ctrl-C: stop now, whatever is left
+            raise KeyboardInterrupt
+        state.requested = True
+        loop.call_soon_threadsafe(task.cancel)
+
+    # Only the main thread receives signals; a handler the user installed is left alone.
+    ours = (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    )
+    if ours:
+        signal.signal(signal.SIGINT, on_sigint)
+    try:
+        try:
+            return loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if state.requested:
+                raise _interrupted(state) from None
+            raise
+    finally:
+        if ours:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        _close(loop, wait_for_threads=not state.requested)
+
+
+def _close(loop: asyncio.AbstractEventLoop, wait_for_threads: bool) -> None:
+    """What ``asyncio.run`` does on the way out, minus waiting on threads after Ctrl-C."""
+    try:
+        pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        for t in pending:
+            t.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        if wait_for_threads:
+            # After Ctrl-C a worker thread may still be importing litellm (seconds):
+            # control goes back to the user without waiting for it.
+            loop.run_until_complete(loop.shutdown_default_executor())
+    finally:
+        loop.close()
+
+
+def _run_in_thread(coro: Coroutine[Any, Any, T]) -> T:
+    loop, task, state = _start(coro)
     result: dict[str, Any] = {}
+    done = threading.Event()
 
     def target() -> None:
+        asyncio.set_event_loop(loop)
         try:
-            result["value"] = asyncio.run(coro)
+            result["value"] = loop.run_until_complete(task)
         except BaseException as exc:  # re-raised in the caller's thread
             result["error"] = exc
+        finally:
+            _close(loop, wait_for_threads=not state.requested)
+            done.set()
 
-    thread = threading.Thread(target=target, name="framekit-run", daemon=True)
-    thread.start()
-    thread.join()
-    if "error" in result:
-        raise result["error"]
+    threading.Thread(target=target, name="framekit-run", daemon=True).start()
+    # An Event, not Thread.join: on Python 3.11 a Ctrl-C inside join() marks the thread
+    # finished while it still runs, and the run's own report would be lost.
+    try:
+        while not done.wait(0.1):
+            pass
+    except KeyboardInterrupt:
+        # Jupyter's "interrupt kernel" lands here, in the caller's thread.
+        state.requested = True
+        with contextlib.suppress(RuntimeError):  # the run finished and closed its loop
+            loop.call_soon_threadsafe(task.cancel)
+        done.wait(5.0)
+        raise _interrupted(state) from None
+    error = result.get("error")
+    if error is not None:
+        if isinstance(error, asyncio.CancelledError) and state.requested:
+            raise _interrupted(state) from None
+        raise error
     return result["value"]  # type: ignore[no-any-return]

@@ -19,7 +19,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from framekit._errors import FramekitError, InputError, JudgeAuthenticationError
+from framekit._errors import (
+    FramekitError,
+    InputError,
+    JudgeAuthenticationError,
+    RunInterrupted,
+)
 
 if TYPE_CHECKING:
     import polars as pl
@@ -430,6 +435,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.handler(args))
+    except RunInterrupted as exc:
+        # Before FramekitError: an interrupted run is a Ctrl-C (exit 130), not a failure,
+        # and its message says how many answers were saved.
+        print(str(exc), file=sys.stderr)
+        return 130
     except JudgeAuthenticationError as exc:
         print(
             f"framekit: error: the judge rejected the credentials: {exc} "

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+import sys
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import polars as pl
 
-from framekit._aio import run_sync
-from framekit._errors import FramekitError, InputError
+from framekit._aio import note_interrupted, run_sync
+from framekit._errors import FramekitError, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
-from framekit._mapping import MappingValue, resolve_mapping
+from framekit._mapping import MappingValue, fit_record, resolve_mapping, text_size
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.planner import Job, RecordResult, run_jobs
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.litellm_judge import Judge
 
 OnError = Literal["record", "raise"]
 
@@ -33,6 +36,66 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
 }
+
+
+#: Context window assumed for a model litellm does not know (tokens).
+DEFAULT_CONTEXT_TOKENS = 128_000
+#: Characters per token when turning a window into a character budget. English runs at
+#: about 4; 3 leaves room for code, numbers and other scripts.
+CHARS_PER_TOKEN = 3
+#: Tokens kept for the template, instructions and answer schema around the fields.
+PROMPT_RESERVE_TOKENS = 1_000
+#: Records with fewer characters of fields than this are not measured against a model's
+#: window (that would mean importing litellm to look it up, which a fully cached run never
+#: needs): every chat model of the last years takes them. Set ``judge.context_window``
+#: to have every record checked.
+_ALWAYS_FITS = 8_000
+#: The smallest budget, however small the window: a judge needs something to read.
+_MIN_BUDGET = 1_000
+
+
+def context_tokens(judge: Judge) -> int:
+    """The judge's context window in tokens: ``judge.context_window`` if set, else what
+    litellm knows of the model, else :data:`DEFAULT_CONTEXT_TOKENS`."""
+    window = getattr(judge, "context_window", None)
+    if window:
+        return int(window)
+    from framekit.judges import _litellm
+
+    try:
+        info = _litellm.litellm().get_model_info(judge.model)
+    except Exception:  # litellm raises for models it has no entry for
+        return DEFAULT_CONTEXT_TOKENS
+    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_TOKENS)
+
+
+def char_budget(judge: Judge) -> int:
+    """Characters of field text one prompt may carry for ``judge``.
+
+    Examples
+    --------
+    >>> judge = Judge("openai/my-model", max_tokens=1000)
+    >>> judge.context_window = 8_000
+    >>> char_budget(judge)
+    18000
+    """
+    spare = context_tokens(judge) - judge.max_tokens - PROMPT_RESERVE_TOKENS
+    return max(_MIN_BUDGET, spare * CHARS_PER_TOKEN)
+
+
+async def _fit_to_context(records: list[dict[str, Any]], judge: Any) -> dict[int, str]:
+    """Cut over-long records to the judge's budget; notes for the explanation, by record."""
+    if not isinstance(judge, Judge):
+        return {}  # the local judge truncates to its model's 256 tokens by itself
+    sizes = [sum(map(text_size, r.values())) for r in records]
+    if getattr(judge, "context_window", None):
+        budget = char_budget(judge)
+    elif max(sizes, default=0) <= _ALWAYS_FITS:
+        return {}
+    else:
+        budget = await asyncio.to_thread(char_budget, judge)
+    notes = {i: fit_record(records[i], budget) for i, size in enumerate(sizes) if size > budget}
+    return {i: note for i, note in notes.items() if note}
 
 
 class EvaluationFailed(FramekitError):
@@ -105,7 +168,11 @@ def _distinct_records(
 
 
 def _build_columns(
-    ev: Evaluator, results: list[RecordResult], inverse: list[int], details: bool
+    ev: Evaluator,
+    results: list[RecordResult],
+    inverse: list[int],
+    details: bool,
+    notes: dict[int, str] | None = None,
 ) -> list[pl.Series]:
     take = pl.Series("idx", inverse, dtype=pl.UInt32)
 
@@ -113,10 +180,14 @@ def _build_columns(
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
     scores = [r.value for r in results]
+    explanations = [r.explanation for r in results]
+    for i, note in (notes or {}).items():
+        if results[i].value is not None:
+            explanations[i] = f"{explanations[i]} {note}" if explanations[i] else note
     out = [
         col("score", scores, pl.Float64()),
         col("label", [r.label for r in results], pl.String()),
-        col("explanation", [r.explanation for r in results], pl.String()),
+        col("explanation", explanations, pl.String()),
     ]
     passed = out[0] >= ev.threshold if ev.direction == "maximize" else out[0] <= ev.threshold
     out.append(passed.alias(f"{ev.name}_passed"))
@@ -171,17 +242,20 @@ async def aevaluate_dataframe(
             judges[key] = resolve_judge(spec)
         return judges[key]
 
-    jobs, inverses = [], []
+    jobs, inverses, notes = [], [], []
     for ev in evs:
         names = [f for f in ev.fields if f in fields.available]
         records, inverse, weights = _distinct_records(fields.columns, names, base.height)
         if base.height == 0:
             records, inverse, weights = [], [], []
-        jobs.append(Job(ev, judge_for(ev), records, weights))
+        judge_of_ev = judge_for(ev)
+        notes.append(await _fit_to_context(records, judge_of_ev))
+        jobs.append(Job(ev, judge_of_ev, records, weights))
         inverses.append(inverse)
 
     stats = RunStats(rows=base.height, evaluations=base.height * len(evs))
     resolved_cache = resolve_cache(cache)
+    saved_before = resolved_cache.saved
     bar = _progress_bar(stats.evaluations) if progress and stats.evaluations else None
     try:
         await run_jobs(
@@ -191,12 +265,24 @@ async def aevaluate_dataframe(
             bar.report if bar else None,
             show_embedding_progress=progress,
         )
+    except asyncio.CancelledError:
+        stats.elapsed_s = time.perf_counter() - started
+        record_last(stats)
+        note_interrupted(
+            "framekit: run interrupted. "
+            + _kept(resolved_cache, resolved_cache.saved - saved_before, always=True)
+        )
+        raise
+    except JudgeError as exc:
+        # The run stops (a rejected key, an unreachable endpoint): say what was kept.
+        kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
+        raise type(exc)(f"{exc} {kept}".strip()) from None
     finally:
         if bar is not None:
             bar.close()
     columns: list[pl.Series] = []
-    for job, inverse in zip(jobs, inverses):
-        columns += _build_columns(job.evaluator, job.results, inverse, details)
+    for job, inverse, job_notes in zip(jobs, inverses, notes):
+        columns += _build_columns(job.evaluator, job.results, inverse, details, job_notes)
         _apply_row_errors(columns, job.evaluator, fields.row_errors)
     appended = (
         pl.DataFrame(columns)
@@ -209,14 +295,24 @@ async def aevaluate_dataframe(
     stats.elapsed_s = time.perf_counter() - started
     record_last(stats)
     if progress:
-        import sys
-
         print(stats.summary(), file=sys.stderr)
     out = from_polars(result, frame_in, appended)
     if on_error == "raise" and stats.failures:
         first = _first_failure(result, evs)
         raise EvaluationFailed(f"{stats.failures} evaluations failed; first: {first}", out)
     return out
+
+
+def _kept(cache: Cache, saved: int, always: bool = False) -> str:
+    """What an early stop kept: the answers already written to the cache."""
+    if not cache.enabled:
+        return "Caching is off, so no answer of this run was kept." if always else ""
+    if saved == 0 and not always:
+        return ""
+    return (
+        f"{saved} responses received before the stop are saved in the cache at {cache.path}; "
+        "run the same call again to resume without paying for them."
+    )
 
 
 def _dtype_of(column: str, evs: Sequence[Evaluator]) -> pl.DataType:

@@ -10,6 +10,7 @@ cost the user their run: the problem is reported once and the run continues unca
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -40,8 +41,23 @@ def digest(payload: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+# Problems that make a cache unusable without making the run wrong.
+_CACHE_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
+
+
+def _is_corrupt(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and (
+        "not a database" in text or "malformed" in text or "file is encrypted" in text
+    )
+
+
 class Cache:
     """A persistent response cache in a directory, safe across threads and processes.
+
+    A cache that cannot be used never costs the run: a read-only or full directory is
+    reported once (a ``RuntimeWarning``) and the run continues uncached; a corrupt database
+    is moved aside (kept for inspection as ``<dir>.corrupt-<time>``) and a fresh one used.
 
     Parameters
     ----------
@@ -61,36 +77,50 @@ class Cache:
         self.path = Path(path)
         self._store: diskcache.Cache | None = None
         self._disabled_reason: str | None = None
+        self._moved_aside = False
+        #: Values written by this object so far (what an interrupted run kept).
+        self.saved = 0
         self._open()
+
+    def _connect(self) -> diskcache.Cache:
+        self.path.mkdir(parents=True, exist_ok=True)
+        store = diskcache.Cache(str(self.path), size_limit=2**40, eviction_policy="none")
+        store.get("__framekit_probe__")
+        return store
 
     def _open(self) -> None:
         try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._store = diskcache.Cache(str(self.path), size_limit=2**40, eviction_policy="none")
-            self._store.get("__framekit_probe__")
-        except sqlite3.DatabaseError as exc:
-            if "not a database" in str(exc) or "malformed" in str(exc):
-                self._move_aside(exc)
-            else:
-                self._disable(exc)
-        except OSError as exc:
+            self._store = self._connect()
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
+
+    def _failed(self, exc: BaseException) -> None:
+        """One place decides: move a corrupt database aside (once), else stop caching."""
+        if _is_corrupt(exc) and not self._moved_aside:
+            self._moved_aside = True
+            self._move_aside(exc)
+        else:
             self._disable(exc)
 
-    def _move_aside(self, exc: Exception) -> None:
+    def _move_aside(self, exc: BaseException) -> None:
         # A corrupt database is kept for inspection, not deleted, and a fresh one started.
+        if self._store is not None:
+            with contextlib.suppress(*_CACHE_ERRORS):
+                self._store.close()
+            self._store = None
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
-        shutil.move(str(self.path), str(aside))
+        try:
+            shutil.move(str(self.path), str(aside))
+            self._store = self._connect()
+        except (*_CACHE_ERRORS, shutil.Error) as exc2:
+            self._disable(exc2)
+            return
         warnings.warn(
-            f"framekit cache at {self.path} was corrupt ({type(exc).__name__}); "
+            f"framekit cache at {self.path} was corrupt ({type(exc).__name__}: {exc}); "
             f"moved it to {aside} and started a new one",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-        try:
-            self.path.mkdir(parents=True, exist_ok=True)
-            self._store = diskcache.Cache(str(self.path), size_limit=2**40, eviction_policy="none")
-        except (OSError, sqlite3.Error) as exc2:
-            self._disable(exc2)
 
     def _disable(self, exc: BaseException) -> None:
         if self._disabled_reason is None:
@@ -99,7 +129,7 @@ class Cache:
                 f"framekit cache at {self.path} is unusable ({self._disabled_reason}); "
                 "continuing without caching",
                 RuntimeWarning,
-                stacklevel=3,
+                stacklevel=4,
             )
         self._store = None
 
@@ -107,6 +137,17 @@ class Cache:
     def enabled(self) -> bool:
         """False once the cache has been found unusable for this session."""
         return self._store is not None
+
+    def get(self, key: str) -> Any:
+        """One value, or ``None`` when absent (or the cache is unusable)."""
+        store = self._store
+        if store is None:
+            return None
+        try:
+            return store.get(key)
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
+            return None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
         """Look up many keys at once; returns only the hits."""
@@ -119,8 +160,8 @@ class Cache:
                 value = store.get(key)
                 if value is not None:
                     hits[key] = value
-        except (sqlite3.Error, OSError) as exc:
-            self._disable(exc)
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
         return hits
 
     def set(self, key: str, value: Any) -> None:
@@ -130,23 +171,36 @@ class Cache:
             return
         try:
             store.set(key, value)
-        except (sqlite3.Error, OSError) as exc:
-            self._disable(exc)
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
+            return
+        self.saved += 1
 
     def set_many(self, items: Iterable[tuple[str, Any]]) -> None:
         """Store many values in one transaction."""
         store = self._store
         if store is None:
             return
+        written = 0
         try:
             with store.transact():
                 for key, value in items:
                     store.set(key, value)
-        except (sqlite3.Error, OSError) as exc:
-            self._disable(exc)
+                    written += 1
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
+            return
+        self.saved += written
 
     def __len__(self) -> int:
-        return 0 if self._store is None else len(self._store)
+        store = self._store
+        if store is None:
+            return 0
+        try:
+            return len(store)
+        except _CACHE_ERRORS as exc:
+            self._failed(exc)
+            return 0
 
     def clear(self) -> None:
         """Remove every entry."""
@@ -170,6 +224,8 @@ class NullCache(Cache):
         self.path = Path(os.devnull)
         self._store = None
         self._disabled_reason = "caching disabled"
+        self._moved_aside = True
+        self.saved = 0
 
     def __repr__(self) -> str:
         return "NullCache()"

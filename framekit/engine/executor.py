@@ -2,7 +2,15 @@
 
 Each unique request is sent at most once per run (the planner deduplicates), and every
 parsed answer is written to the cache the moment it arrives, so a killed run loses only
-the calls in flight.
+the calls in flight. Just before a request goes out the cache is asked again, so a second
+process working through the same rows does not pay for answers the first one already has.
+
+When the endpoint as a whole is down, rows do not pay for it: retries during an outage
+(see :class:`~framekit.engine.limiter.EndpointHealth`) are not counted against each
+request's ``max_retries``. The outage itself has a budget, and some failures stop the
+run at once with one :class:`~framekit.JudgeError` rather than one error per row:
+a rejected key (401/403), an endpoint that no call could connect to, an endpoint that
+answers 404 to every call, and an outage longer than the budget.
 """
 
 from __future__ import annotations
@@ -14,9 +22,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from framekit._errors import JudgeAuthenticationError
+from framekit._errors import JudgeAuthenticationError, JudgeError
 from framekit.engine.cache import Cache
-from framekit.engine.faults import classify, redact
+from framekit.engine.faults import Fault, classify, redact
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
 from framekit.judges import _litellm
@@ -37,6 +45,18 @@ async def _bounded(call: Awaitable[T], seconds: float) -> T:
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
 MAX_REASKS = 2
+#: Calls that must fail to connect, with none succeeding, before the endpoint is
+#: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
+UNREACHABLE_AFTER = 3
+
+
+def outage_budget(max_retries: int) -> float:
+    """Seconds an outage of the whole endpoint is ridden out before the run stops.
+
+    The same span that ``max_retries`` back-offs of 0.5 s, 1 s, 2 s ... add up to:
+    63.5 s at the default of 6 retries (a 30-second 503 storm passes), 7.5 s at 3.
+    """
+    return 0.5 * (2 ** (max_retries + 1) - 1)
 
 
 @dataclass
@@ -87,7 +107,13 @@ class ChatExecutor:
 
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
         for key, request in queue:
-            outcome = await self.send(request)
+            entry = self.cache.get(key)
+            if entry is not None:
+                # Another process (or an earlier, interrupted run) answered it meanwhile.
+                self.stats.cache_hits += 1
+                on_done(key, _cached_outcome(entry))
+                continue
+            outcome = await self.send(request, key)
             if outcome.answer is not None:
                 self.cache.set(
                     key,
@@ -99,9 +125,10 @@ class ChatExecutor:
                 )
             on_done(key, outcome)
 
-    async def send(self, request: ChatRequest) -> Outcome:
+    async def send(self, request: ChatRequest, key: str = "") -> Outcome:
         """One request through pacing, retries and re-asks, to an answer or an error."""
         judge, stats = self.judge, self.stats
+        health = self.limiter.health
         messages = list(request.messages)
         retries = reasks = tokens = 0
         cost: float | None = None
@@ -112,9 +139,9 @@ class ChatExecutor:
             stats.requests_sent += 1
             sent_mode = judge.mode
             try:
-                # litellm enforces judge.timeout; this outer bound only catches a client
-                # that ignores it, without wait_for's extra task per call.
-                raw = await _bounded(judge.attempt(request, messages), judge.timeout + 5.0)
+                # litellm's timeout bounds each read, not the whole answer: a server that
+                # trickles its reply byte by byte would hold the call far longer.
+                raw = await _bounded(judge.attempt(request, messages), judge.timeout)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -127,14 +154,24 @@ class ChatExecutor:
                     if judge.mode == sent_mode:
                         judge.mode = "tool" if sent_mode == "json_schema" else "prompt"
                     continue
-                if fault.kind in ("rate_limited", "transient") and retries < judge.max_retries:
+                retryable = fault.kind in ("rate_limited", "transient")
+                if retryable:
+                    health.on_failure(key or str(id(request)), fault.connect)
+                self._stop_if_endpoint_is_down(fault)
+                # During an outage the endpoint, not the request, is at fault: retry
+                # without spending the request's budget (the outage has its own).
+                outage = health.in_outage and judge.max_retries > 0
+                if retryable and (outage or retries < judge.max_retries):
                     stats.retries += 1
                     if fault.kind == "rate_limited":
                         stats.rate_limited += 1
                         self.limiter.on_rate_limited(fault.retry_after, retries)
-                    else:
+                    elif fault.retry_after is not None:
+                        self.limiter.pause(fault.retry_after)
+                    elif not outage:
                         await asyncio.sleep(self.limiter.backoff(retries))
-                    retries += 1
+                    if not outage:
+                        retries += 1
                     continue
                 suffix = f" (after {retries} retries)" if retries else ""
                 return Outcome(
@@ -163,3 +200,34 @@ class ChatExecutor:
                 reason = redact(str(failure) + suffix, judge.secrets)
                 return Outcome(None, reason, tokens, cost, time.perf_counter() - started)
             return Outcome(answer, None, tokens, cost, time.perf_counter() - started)
+
+    def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
+        """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
+        judge, health = self.judge, self.limiter.health
+        where = redact(judge.api_base or f"the default endpoint of {judge.model!r}", judge.secrets)
+        if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
+            raise JudgeError(
+                f"cannot reach the judge at {where}: the first {health.connect_failures} "
+                f"calls all failed to connect, none succeeded (last: {fault.reason}). "
+                "Check api_base and that the server is running."
+            )
+        if fault.kind == "fatal" and fault.status == 404 and not health.succeeded:
+            health.not_found += 1
+            if health.not_found >= UNREACHABLE_AFTER:
+                raise JudgeError(
+                    f"the judge at {where} answered HTTP 404 to the first "
+                    f"{health.not_found} calls and none succeeded ({fault.reason}). "
+                    f"Check the model name {judge.model!r} and api_base."
+                )
+        budget = outage_budget(judge.max_retries)
+        lasted = health.outage_seconds()
+        if judge.max_retries > 0 and lasted > budget:
+            raise JudgeError(
+                f"the judge at {where} failed every call for {lasted:.1f} s, longer than "
+                f"the {budget:g} s an outage is ridden out with max_retries="
+                f"{judge.max_retries} (last: {fault.reason})"
+            )
+
+
+def _cached_outcome(entry: dict[str, Any]) -> Outcome:
+    return Outcome(entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True)

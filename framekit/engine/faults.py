@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import re
 import time
 from dataclasses import dataclass
 from typing import Literal
@@ -21,9 +22,17 @@ Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal"]
 
 @dataclass(frozen=True)
 class Fault:
+    """What went wrong: ``kind`` decides the action, ``reason`` is the row's one-line error.
+
+    ``connect`` marks a call that never reached the server (refused, unknown host): when
+    every call of a run fails that way the endpoint is unreachable, not flaky.
+    """
+
     kind: Kind
     reason: str
     retry_after: float | None = None
+    connect: bool = False
+    status: int | None = None
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -57,7 +66,7 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
     status = _status(exc)
     if isinstance(exc, lm.RateLimitError) or status == 429:
         retry_after = parse_retry_after(_litellm.header(exc, "retry-after"))
-        return Fault("rate_limited", "HTTP 429 rate limited", retry_after)
+        return Fault("rate_limited", "HTTP 429 rate limited", retry_after, status=429)
     if isinstance(exc, (lm.AuthenticationError, lm.PermissionDeniedError)) or status in (401, 403):
         return Fault("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
     if isinstance(exc, lm.ContextWindowExceededError):
@@ -68,22 +77,71 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
         text = _message(exc).lower()
         if "response_format" in text or "json_schema" in text or "tool" in text:
             return Fault("mode", reason)
+        return Fault("fatal", reason, status=status)
+    if any(isinstance(e, (UnicodeError, TypeError)) for e in _chain(exc)):
+        # The request could not even be encoded (litellm reports that as a 500 too):
+        # sending it again cannot help.
         return Fault("fatal", reason)
+    if _never_connected(exc):
+        # litellm reports a refused connection as "InternalServerError ... 500": say what
+        # really happened, since the cure (check api_base) differs from a server error.
+        cause = redact(_connect_cause(exc), secrets)
+        return Fault("transient", f"could not connect ({cause})", connect=True)
     if isinstance(
         exc,
         (lm.InternalServerError, lm.ServiceUnavailableError, lm.APIConnectionError),
     ) or (status is not None and status >= 500):
-        return Fault("transient", reason)
+        # A 503 may say when to come back; honouring it beats guessing.
+        retry_after = parse_retry_after(_litellm.header(exc, "retry-after"))
+        return Fault("transient", reason, retry_after, status=status)
     if isinstance(exc, (ConnectionError, OSError)):
         return Fault("transient", reason)
     if isinstance(exc, lm.APIError) and status is None:
         # litellm wraps dropped connections and unreadable bodies as bare APIError.
         return Fault("transient", reason)
-    return Fault("fatal", reason)
+    return Fault("fatal", reason, status=status)
+
+
+# Exceptions (by class name, so no client library needs importing) that mean the TCP
+# connection was never established: httpx, aiohttp and the standard library spell it so.
+_CONNECT_ERRORS = frozenset(
+    {
+        "ConnectError",
+        "ClientConnectorError",
+        "ClientConnectorDNSError",
+        "ConnectionRefusedError",
+        "gaierror",
+    }
+)
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 12:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def _never_connected(exc: BaseException) -> bool:
+    return any(type(e).__name__ in _CONNECT_ERRORS for e in _chain(exc))
+
+
+def _connect_cause(exc: BaseException) -> str:
+    for e in reversed(_chain(exc)):
+        if type(e).__name__ in _CONNECT_ERRORS or isinstance(e, OSError):
+            return f"{type(e).__name__}: {one_line(str(e) or 'no detail', 100)}"
+    return type(exc).__name__
+
+
+# litellm repeats the class name: "litellm.RateLimitError: RateLimitError: OpenAIException - ".
+_LITELLM_PREFIX = re.compile(r"^(?:litellm\.)?(\w+Error: )+(?:\w+Exception - )?")
 
 
 def _message(exc: BaseException) -> str:
-    return str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    return _LITELLM_PREFIX.sub("", text) or text
 
 
 def redact(text: str, secrets: list[str]) -> str:

@@ -1,10 +1,14 @@
-"""Request pacing: requests-per-minute and tokens-per-minute buckets plus 429 back-off.
+"""Request pacing: requests-per-minute and tokens-per-minute buckets, 429 back-off, outages.
 
 Every worker asks the limiter before each attempt. Requests are spaced evenly (no burst
 at start-up) because providers count requests over sliding windows: a burst that is
 "within the minute's budget" still draws 429s. On a 429 all workers pause until the
 server's ``Retry-After`` (or a jittered back-off), the request rate drops
 multiplicatively, and then recovers additively with each success (AIMD).
+
+When the endpoint as a whole fails (an outage: a 503 storm, a restart), the limiter
+lets one probe request through per interval instead of every worker hammering it, and
+the first success reopens the gate (see :class:`EndpointHealth`).
 """
 
 from __future__ import annotations
@@ -43,6 +47,69 @@ class TokenBucket:
         self.level = min(self.capacity, self.level + amount)
 
 
+class EndpointHealth:
+    """Tells an outage of the whole endpoint from failures of single calls.
+
+    A *streak* is the run of retryable failures (429, 5xx, timeouts, dropped or refused
+    connections) since the last success. Once a streak holds ``OUTAGE_AFTER`` failures
+    of at least two different requests, the endpoint is in an outage: at most one probe
+    goes out per interval (growing with the outage from ``PROBE_MIN`` to ``PROBE_MAX``
+    seconds) and the first success ends it. The executor decides what an outage costs
+    (see ``ChatExecutor``).
+    """
+
+    OUTAGE_AFTER = 3
+    PROBE_MIN = 0.5
+    PROBE_MAX = 8.0
+
+    def __init__(self, rng: random.Random | None = None) -> None:
+        self._rng = rng or random.Random()
+        self.succeeded = False
+        self.streak = 0
+        self.streak_since = 0.0
+        self.connect_failures = 0
+        self.not_found = 0
+        self._streak_keys: set[str] = set()
+        self._next_probe = 0.0
+
+    @property
+    def in_outage(self) -> bool:
+        return self.streak >= self.OUTAGE_AFTER and len(self._streak_keys) >= 2
+
+    def outage_seconds(self, now: float | None = None) -> float:
+        """How long the current outage has lasted (0 when there is none)."""
+        if not self.in_outage:
+            return 0.0
+        return (time.monotonic() if now is None else now) - self.streak_since
+
+    def on_success(self) -> None:
+        self.succeeded = True
+        self.streak = 0
+        self._streak_keys.clear()
+        self._next_probe = 0.0
+
+    def on_failure(self, key: str, connect: bool = False) -> None:
+        if self.streak == 0:
+            self.streak_since = time.monotonic()
+        self.streak += 1
+        if len(self._streak_keys) < 2:
+            self._streak_keys.add(key)
+        if connect:
+            self.connect_failures += 1
+
+    def gate(self, now: float) -> float:
+        """Seconds before the next request may go (0 outside an outage)."""
+        if not self.in_outage:
+            return 0.0
+        return max(0.0, self._next_probe - now)
+
+    def passed(self, now: float) -> None:
+        """A request went out: during an outage, the next probe waits an interval."""
+        if self.in_outage:
+            interval = min(self.PROBE_MAX, max(self.PROBE_MIN, (now - self.streak_since) / 2))
+            self._next_probe = now + interval * self._rng.uniform(0.8, 1.2)
+
+
 class RateLimiter:
     """Shared pacing for one judge endpoint within one run.
 
@@ -73,6 +140,7 @@ class RateLimiter:
         self._paused_until = 0.0
         self._lock = asyncio.Lock()
         self.rate_limited = 0
+        self.health = EndpointHealth(self._rng)
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about ``tokens`` tokens may be sent."""
@@ -80,13 +148,17 @@ class RateLimiter:
             while True:
                 now = time.monotonic()
                 wait = self._paused_until - now
+                gate = self.health.gate(now)
                 if self._requests is not None:
                     wait = max(wait, self._requests.wait_time(1.0, now))
                 if self._tokens is not None and tokens:
                     wait = max(wait, self._tokens.wait_time(tokens, now))
-                if wait <= 0:
+                if wait <= 0 and gate <= 0:
                     break
-                await asyncio.sleep(wait)
+                # A probe's success reopens the gate at once: poll it rather than sleep
+                # through the whole interval.
+                await asyncio.sleep(max(wait, min(gate, 0.1)))
+            self.health.passed(now)
             if self._requests is not None:
                 self._requests.take(1.0)
             if self._tokens is not None and tokens:
@@ -98,6 +170,7 @@ class RateLimiter:
             self._tokens.give_back(estimated - actual)
 
     def on_success(self) -> None:
+        self.health.on_success()
         if self._rate_factor < 1.0:
             self._rate_factor = min(1.0, self._rate_factor + self.RECOVER)
             self._apply_rate()
@@ -110,6 +183,10 @@ class RateLimiter:
         self._rate_factor = max(0.05, self._rate_factor * self.DECREASE)
         self._apply_rate()
         return pause
+
+    def pause(self, seconds: float) -> None:
+        """Pause every worker for ``seconds`` (a 503's ``Retry-After``), rate unchanged."""
+        self._paused_until = max(self._paused_until, time.monotonic() + seconds)
 
     def backoff(self, attempt: int, base: float = 0.5, cap: float = 30.0) -> float:
         """Full-jitter exponential back-off for attempt ``attempt`` (0-based)."""
