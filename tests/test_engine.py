@@ -153,7 +153,7 @@ def test_unmapped_required_field_names_field_and_evaluator(judge_simulator, tmp_
 def test_null_field_fails_only_that_row(judge_simulator, tmp_path):
     df = pl.DataFrame({"question": ["What is item 1?", None, "What is item 3?"], "docs": [["a"], ["b"], []]})
     out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
-    assert out["retrieval_relevance_error"].to_list() == [None, "field 'input' is null", "field 'context' is empty"]
+    assert out["retrieval_relevance_error"].to_list() == [None, "field 'input' is null", "field 'context' is empty (no documents)"]
     assert out["retrieval_relevance_score"][0] is not None
     assert out["retrieval_relevance_score"][1] is None and out["retrieval_relevance_passed"][1] is None
     assert judge_simulator.stats()["chat"] == 1

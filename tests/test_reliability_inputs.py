@@ -94,8 +94,8 @@ def test_empty_strings_fail_their_row_without_a_call(judge_simulator):
     assert out[f"{EV}_error"].to_list() == [
         "field 'input' is empty",
         "field 'input' is empty",
-        "field 'context' is empty",
-        "field 'context' is empty",
+        "field 'context' is empty (no documents)",
+        "field 'context' is empty (no documents)",
     ]
     assert judge_simulator.stats()["total"] == 0
 

@@ -13,7 +13,32 @@ if TYPE_CHECKING:
     import numpy as np
 
 
-class RetrievalRelevance(RubricEvaluator):
+class _ContextEvaluator(RubricEvaluator):
+    """Shared by the retrieval evaluators: a request and a non-empty list of documents."""
+
+    required_fields = ("input", "context")
+    #: Calibrated scale of the offline method ("binary" or "three" levels).
+    local_levels = "binary"
+
+    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
+        record = super().prepare(fields)
+        require_nonempty(record, "input")
+        docs = as_documents(record["context"])
+        if not docs:
+            raise RecordError("field 'context' is empty (no documents)")
+        record["context"] = docs
+        return record
+
+    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
+        return [str(record["input"]), *record["context"]]
+
+    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
+        from framekit.evaluators import _local
+
+        return _local.context_verdict(self, vectors[0], vectors[1:], levels=self.local_levels)
+
+
+class RetrievalRelevance(_ContextEvaluator):
     """Whether the retrieved context is relevant to the request: relevant 1.0, irrelevant 0.0.
 
     Fields: ``input`` (the request) and ``context`` (a string, or a list of documents that
@@ -33,27 +58,10 @@ class RetrievalRelevance(RubricEvaluator):
     """
 
     template_name = "retrieval_relevance"
-    required_fields = ("input", "context")
-
-    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        record = super().prepare(fields)
-        require_nonempty(record, "input")
-        docs = as_documents(record["context"])
-        if not docs:
-            raise RecordError("field 'context' is empty")
-        record["context"] = docs
-        return record
-
-    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
-        return [str(record["input"]), *record["context"]]
-
-    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
-        from framekit.evaluators import _local
-
-        return _local.context_verdict(self, vectors[0], vectors[1:], levels="binary")
+    local_levels = "binary"
 
 
-class ContextRelevance(RubricEvaluator):
+class ContextRelevance(_ContextEvaluator):
     """How relevant a list of retrieved documents is to the request, taken together.
 
     Labels and scores: high 1.0, medium 0.5, low 0.0, with the judge's reasoning; passes
@@ -77,21 +85,4 @@ class ContextRelevance(RubricEvaluator):
     """
 
     template_name = "context_relevance"
-    required_fields = ("input", "context")
-
-    def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        record = super().prepare(fields)
-        require_nonempty(record, "input")
-        docs = as_documents(record["context"])
-        if not docs:
-            raise RecordError("field 'context' is empty (no documents)")
-        record["context"] = docs
-        return record
-
-    def local_texts(self, record: Mapping[str, Any]) -> list[str]:
-        return [str(record["input"]), *record["context"]]
-
-    def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
-        from framekit.evaluators import _local
-
-        return _local.context_verdict(self, vectors[0], vectors[1:], levels="three")
+    local_levels = "three"
