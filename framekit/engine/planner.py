@@ -43,6 +43,7 @@ class RecordResult:
     cost_usd: float | None = None
     cached: bool | None = None
     latency_s: float | None = None
+    reported: bool = False  # already counted by the progress bar
 
 
 @dataclass
@@ -64,16 +65,27 @@ def _chat_prefix(evaluator: Evaluator, judge: Judge) -> bytes:
     return json.dumps(ident, sort_keys=True).encode()
 
 
-# One encoder for every key: json.dumps(..., default=...) builds a new encoder per call,
-# which dominated the cost of a fully cached re-run.
+# One encoder for every key: json.dumps(..., default=...) builds a new encoder per call.
 _KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
 
 
 def chat_key(prefix: bytes, request: ChatRequest) -> str:
-    """sha256 over judge identity, template version, messages and answer schema."""
-    body = _KEY_ENCODER.encode([request.messages, request.schema])
+    """sha256 over judge identity, template version, messages and answer schema.
+
+    Plain ``{"role", "content"}`` messages are fed to the hash as separated raw text rather
+    than JSON: escaping every prompt as JSON was the largest cost of a fully cached re-run.
+    The separators are control bytes that the prompt layer strips from data, so two
+    different message lists cannot hash the same way.
+    """
     h = hashlib.sha256(prefix)
-    h.update(body.encode("utf-8", "surrogatepass"))
+    for message in request.messages:
+        content = message.get("content")
+        if len(message) == 2 and isinstance(content, str) and "role" in message:
+            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
+            h.update(content.encode("utf-8", "surrogatepass"))
+        else:
+            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
+    h.update(b"\x1c" + _KEY_ENCODER.encode(request.schema).encode())
     return "chat:" + h.hexdigest()
 
 
@@ -106,7 +118,7 @@ async def run_jobs(
         weights = job.weights or [1] * len(job.records)
         for i, record in enumerate(rows):
             result = job.results[i]
-            if record is None or result.error is not None:
+            if record is None or result.error is not None or result.reported:
                 continue
             if job.judge.kind == "llm":
                 report(weights[i], "cached" if result.cached else "done")
@@ -160,6 +172,14 @@ async def _chat_stage(
                 report((jobs[j].weights or [1] * len(jobs[j].records))[i], "failed")
             else:
                 answers[(j, i)] = outcome.answer
+                if not _embeds(jobs[j].evaluator):
+                    # Nothing follows the answer: count it now, so that the bar moves
+                    # during an hours-long run instead of jumping at the end.
+                    result.reported = True
+                    report(
+                        (jobs[j].weights or [1] * len(jobs[j].records))[i],
+                        "cached" if outcome.cached else "done",
+                    )
 
     hits = cache.get_many(requests)
     for key, entry in hits.items():
@@ -255,6 +275,11 @@ async def _embedding_stage(
             result.error = f"could not read the judge's answer: {type(exc).__name__}: {one_line(str(exc), 120)}"
             continue
         _apply(result, verdict)
+
+
+def _embeds(evaluator: Evaluator) -> bool:
+    """Whether an evaluator embeds texts after the judge answered (AnswerRelevancy)."""
+    return type(evaluator).embedding_texts is not Evaluator.embedding_texts
 
 
 def _apply(result: RecordResult, verdict: Verdict) -> None:

@@ -61,6 +61,10 @@ class Judge:
         Retries of one request after 429, 5xx, timeouts and connection errors.
     temperature, max_tokens
         Decoding parameters (part of the cache key).
+    context_window
+        The model's context window in tokens, for a model litellm does not know (e.g.
+        self-hosted): a record longer than it allows is cut to fit, with a note in its
+        explanation. ``None``: litellm's figure for the model, else 128,000.
     **litellm_kwargs
         Passed to ``litellm.acompletion`` (e.g. ``seed``); part of the cache key unless
         they only route the call.
@@ -87,6 +91,7 @@ class Judge:
         max_retries: int = 6,
         temperature: float = 0.0,
         max_tokens: int = 1024,
+        context_window: int | None = None,
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -106,6 +111,7 @@ class Judge:
         self.max_retries = int(max_retries)
         self.temperature = temperature
         self.max_tokens = max_tokens
+        self.context_window = context_window
         self.litellm_kwargs = litellm_kwargs
         # Downgraded for the judge's lifetime when the endpoint rejects a structured mode.
         self.mode: Mode = "json_schema"
