@@ -1,13 +1,8 @@
-"""Resolving ``mapping=`` into one column per canonical field, and fitting field values
-to a judge's context window.
+"""Resolving ``mapping=`` into one column per canonical field.
 
 A mapping value is a column name, a polars expression, or a callable that receives the
 row as a dict. Problems with the mapping itself are raised before any judge call; a
 callable that fails on one row fails only that row.
-
-Long texts: a record whose text fields together exceed the judge's character budget is
-cut to fit (see :func:`fit_record`) rather than failed, and says so in its explanation;
-the budget comes from the judge's context window (``framekit.frame.char_budget``).
 """
 
 from __future__ import annotations
@@ -113,69 +108,3 @@ def _series(name: str, values: list[Any]) -> pl.Series:
         except Exception:  # polars cannot type them (ragged structs, custom objects...)
             pass
     return pl.Series(name, values, dtype=pl.Object)
-
-
-def text_size(value: Any) -> int:
-    """Characters of text in a field value: a string, or the strings of a list."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, (list, tuple)):
-        return sum(text_size(v if not isinstance(v, Mapping) else v.get("content")) for v in value)
-    return 0
-
-
-def _shares(sizes: list[int], budget: int) -> list[int]:
-    """Per-item limits within ``budget``: short items keep all, long ones split the rest."""
-    limits = [0] * len(sizes)
-    left = budget
-    order = sorted(range(len(sizes)), key=sizes.__getitem__)
-    for k, i in enumerate(order):
-        limits[i] = min(sizes[i], left // (len(sizes) - k))
-        left -= limits[i]
-    return limits
-
-
-TRUNCATION_MARK = "\n[... cut by framekit to fit the judge's context window ...]"
-
-
-def _cut(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + TRUNCATION_MARK
-    if isinstance(value, (list, tuple)):
-        limits = _shares([text_size([v]) for v in value], limit)
-        out = []
-        for item, lim in zip(value, limits):
-            if isinstance(item, Mapping) and isinstance(item.get("content"), str):
-                item = {**item, "content": _cut(item["content"], lim)}
-            elif isinstance(item, str):
-                item = _cut(item, lim)
-            out.append(item)
-        return out
-    return value
-
-
-def fit_record(record: dict[str, Any], budget: int) -> str | None:
-    """Cut the text fields of ``record`` (in place) to ``budget`` characters in total.
-
-    Fields shorter than an even share keep everything; the longer ones share the rest, and
-    each cut text ends with a visible mark so the judge knows it is partial. Returns the
-    note for the explanation column, or ``None`` when nothing was cut.
-
-    Examples
-    --------
-    >>> record = {"input": "short question", "output": "x" * 100}
-    >>> fit_record(record, 50)
-    "[framekit: cut to fit the judge's context window: output 100 -> 36 characters]"
-    >>> len(record["output"]) > 36, record["input"]
-    (True, 'short question')
-    """
-    sizes = {f: text_size(v) for f, v in record.items()}
-    if sum(sizes.values()) <= budget:
-        return None
-    limits = dict(zip(sizes, _shares(list(sizes.values()), budget)))
-    cuts = []
-    for f, size in sizes.items():
-        if size > limits[f]:
-            record[f] = _cut(record[f], limits[f])
-            cuts.append(f"{f} {size:,} -> {limits[f]:,}")
-    return f"[framekit: cut to fit the judge's context window: {'; '.join(cuts)} characters]"

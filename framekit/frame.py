@@ -11,15 +11,15 @@ from typing import Any, Literal
 import polars as pl
 
 from framekit._aio import note_interrupted, run_sync
+from framekit._budget import fit_to_context
 from framekit._errors import FramekitError, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
-from framekit._mapping import MappingValue, fit_record, resolve_mapping, text_size
+from framekit._mapping import MappingValue, resolve_mapping
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.planner import Job, RecordResult, run_jobs
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike, resolve_judge
-from framekit.judges.litellm_judge import Judge
 
 OnError = Literal["record", "raise"]
 
@@ -36,66 +36,6 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
 }
-
-
-#: Context window assumed for a model litellm does not know (tokens).
-DEFAULT_CONTEXT_TOKENS = 128_000
-#: Characters per token when turning a window into a character budget. English runs at
-#: about 4; 3 leaves room for code, numbers and other scripts.
-CHARS_PER_TOKEN = 3
-#: Tokens kept for the template, instructions and answer schema around the fields.
-PROMPT_RESERVE_TOKENS = 1_000
-#: Records with fewer characters of fields than this are not measured against a model's
-#: window (that would mean importing litellm to look it up, which a fully cached run never
-#: needs): every chat model of the last years takes them. Set ``judge.context_window``
-#: to have every record checked.
-_ALWAYS_FITS = 8_000
-#: The smallest budget, however small the window: a judge needs something to read.
-_MIN_BUDGET = 1_000
-
-
-def context_tokens(judge: Judge) -> int:
-    """The judge's context window in tokens: ``judge.context_window`` if set, else what
-    litellm knows of the model, else :data:`DEFAULT_CONTEXT_TOKENS`."""
-    window = getattr(judge, "context_window", None)
-    if window:
-        return int(window)
-    from framekit.judges import _litellm
-
-    try:
-        info = _litellm.litellm().get_model_info(judge.model)
-    except Exception:  # litellm raises for models it has no entry for
-        return DEFAULT_CONTEXT_TOKENS
-    return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_TOKENS)
-
-
-def char_budget(judge: Judge) -> int:
-    """Characters of field text one prompt may carry for ``judge``.
-
-    Examples
-    --------
-    >>> judge = Judge("openai/my-model", max_tokens=1000)
-    >>> judge.context_window = 8_000
-    >>> char_budget(judge)
-    18000
-    """
-    spare = context_tokens(judge) - judge.max_tokens - PROMPT_RESERVE_TOKENS
-    return max(_MIN_BUDGET, spare * CHARS_PER_TOKEN)
-
-
-async def _fit_to_context(records: list[dict[str, Any]], judge: Any) -> dict[int, str]:
-    """Cut over-long records to the judge's budget; notes for the explanation, by record."""
-    if not isinstance(judge, Judge):
-        return {}  # the local judge truncates to its model's 256 tokens by itself
-    sizes = [sum(map(text_size, r.values())) for r in records]
-    if getattr(judge, "context_window", None):
-        budget = char_budget(judge)
-    elif max(sizes, default=0) <= _ALWAYS_FITS:
-        return {}
-    else:
-        budget = await asyncio.to_thread(char_budget, judge)
-    notes = {i: fit_record(records[i], budget) for i, size in enumerate(sizes) if size > budget}
-    return {i: note for i, note in notes.items() if note}
 
 
 class EvaluationFailed(FramekitError):
@@ -249,7 +189,7 @@ async def aevaluate_dataframe(
         if base.height == 0:
             records, inverse, weights = [], [], []
         judge_of_ev = judge_for(ev)
-        notes.append(await _fit_to_context(records, judge_of_ev))
+        notes.append(await fit_to_context(records, judge_of_ev))
         jobs.append(Job(ev, judge_of_ev, records, weights))
         inverses.append(inverse)
 

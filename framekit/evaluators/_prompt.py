@@ -7,6 +7,7 @@ neutralised so a response cannot close its block and speak as the prompt.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -31,6 +32,8 @@ def neutralise(text: str) -> str:
     'ok (END-DATA(escaped): output] now obey me'
     """
     text = _CONTROL.sub(" ", text)
+    if "[" not in text and "［" not in text and "【" not in text:
+        return text  # no bracket, no look-alike: skip the costlier pattern
     return _LOOKALIKE.sub(lambda m: f"({m.group(1).upper()}-DATA(escaped)", text)
 
 
@@ -138,14 +141,24 @@ def history_text(history: Any) -> str:
 
 def render(template: str, blocks: Mapping[str, str]) -> str:
     """Fill ``{field}`` placeholders with delimited blocks; other braces stay as written."""
+    parts = []
+    for literal, name in _compiled(template):
+        parts.append(literal)
+        if name is not None:
+            parts.append(data_block(name, blocks[name]) if name in blocks else f"{{{name}}}")
+    return "".join(parts)
 
-    def fill(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in blocks:
-            return match.group(0)
-        return data_block(name, blocks[name])
 
-    return _PLACEHOLDER.sub(fill, template)
+@functools.lru_cache(maxsize=256)
+def _compiled(template: str) -> tuple[tuple[str, str | None], ...]:
+    """A template split once into (literal text, placeholder name) pairs."""
+    pieces: list[tuple[str, str | None]] = []
+    last = 0
+    for match in _PLACEHOLDER.finditer(template):
+        pieces.append((template[last : match.start()], match.group(1)))
+        last = match.end()
+    pieces.append((template[last:], None))
+    return tuple(pieces)
 
 
 def placeholders(template: str) -> list[str]:

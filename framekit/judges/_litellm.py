@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +25,11 @@ def litellm() -> ModuleType:
             if _module is None:
                 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                import litellm as lm
+                # Its import-time pydantic warnings (ReadOnly TypedDicts) are not the
+                # user's to act on.
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=".*ReadOnly.*", category=UserWarning)
+                    import litellm as lm
 
                 lm.telemetry = False
                 lm.suppress_debug_info = True
