@@ -71,6 +71,10 @@ def latency_bound(rows: int) -> dict[str, object]:
 def rate_bound(rows: int) -> dict[str, object]:
     with JudgeSimulator.subprocess(SimulatorConfig(rpm=3000, latency=0.05)) as sim:
         judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64, rpm=3000)
+        # Import litellm outside the timed window, then let the server's bucket refill.
+        timed_run(frame(5).with_columns(pl.col("question") + " warm"), judge, False)
+        time.sleep(2.0)
+        sim.reset()
         elapsed, out = timed_run(frame(rows), judge, False)
         stats = sim.stats()
         limit = 3000 / 60
@@ -90,21 +94,43 @@ def rate_bound(rows: int) -> dict[str, object]:
         }
 
 
+_RERUN = """
+import sys, time
+import framekit as fk
+from benchmarks.bench_engine import MAPPING, frame
+from framekit.evaluators import RetrievalRelevance
+judge = fk.Judge("openai/sim", api_base="http://127.0.0.1:9", api_key="sk-bench")
+df = frame(int(sys.argv[1]))
+started = time.perf_counter()
+out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=sys.argv[2], progress=False)
+print(time.perf_counter() - started, out["retrieval_relevance_score"].is_not_null().sum(), "litellm" in sys.modules)
+"""
+
+
 def cached_rerun(rows: int) -> dict[str, object]:
+    """Fill the cache, then re-run in a fresh interpreter, as a user re-running a script
+    would (the endpoint given to the re-run does not even exist)."""
     df = frame(rows)
+    root = Path(__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as cache_dir, JudgeSimulator.subprocess(SimulatorConfig()) as sim:
         judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64)
         cold, _ = timed_run(df, judge, cache_dir)
-        sent = sim.stats()["total"]
-        warm, out = timed_run(df, judge, cache_dir)
-        assert sim.stats()["total"] == sent, "the cached re-run sent requests"
+        runs = []
+        for _ in range(3):
+            line = subprocess.check_output(
+                [sys.executable, "-c", _RERUN, str(rows), cache_dir], cwd=root, text=True
+            ).split()
+            runs.append(float(line[0]))
+            assert int(line[1]) == rows and line[2] == "False"
+        warm = min(runs)
         return {
             "rows": rows,
             "cold_elapsed_s": round(cold, 2),
             "cold_rows_per_s": round(rows / cold, 1),
+            "warm_runs_s": [round(r, 2) for r in runs],
             "warm_elapsed_s": round(warm, 2),
             "warm_rows_per_s": round(rows / warm, 1),
-            "scored": int(out["retrieval_relevance_score"].is_not_null().sum()),
+            "litellm_imported_by_rerun": False,
         }
 
 
@@ -125,6 +151,7 @@ def main() -> None:
         "rate_bound": rate_bound(300 if q else 2000),
         "cached_rerun": cached_rerun(10_000 if q else 100_000),
     }
+    figures["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
     write_results("engine" + ("-quick" if q else ""), figures)
 
 

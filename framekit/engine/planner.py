@@ -85,8 +85,25 @@ def chat_key(prefix: bytes, request: ChatRequest) -> str:
             h.update(content.encode("utf-8", "surrogatepass"))
         else:
             h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
-    h.update(b"\x1c" + _KEY_ENCODER.encode(request.schema).encode())
+    h.update(b"\x1c" + _schema_bytes(request.schema))
     return "chat:" + h.hexdigest()
+
+
+# id(schema) -> (schema, its encoding). Holding the schema keeps its id from being
+# reused by another object, so a hit is always the same object.
+_SCHEMA_MEMO: dict[int, tuple[dict[str, Any], bytes]] = {}
+
+
+def _schema_bytes(schema: dict[str, Any]) -> bytes:
+    """The encoded answer schema; evaluators share one schema object per run."""
+    hit = _SCHEMA_MEMO.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    if len(_SCHEMA_MEMO) > 256:
+        _SCHEMA_MEMO.clear()
+    encoded = _KEY_ENCODER.encode(schema).encode()
+    _SCHEMA_MEMO[id(schema)] = (schema, encoded)
+    return encoded
 
 
 async def run_jobs(

@@ -85,7 +85,18 @@ class RubricEvaluator(Evaluator):
         return texts
 
     def answer_schema(self) -> dict[str, Any]:
-        """The JSON schema of the judge's answer: explanation first, so it reasons first."""
+        """The JSON schema of the judge's answer: explanation first, so it reasons first.
+
+        The same object is returned while the choices are unchanged, so that the engine
+        encodes it once per run rather than once per request.
+        """
+        state = (tuple(self.choices.items()), self.include_explanation)
+        cached = getattr(self, "_schema_cache", None)
+        if cached is None or cached[0] != state:
+            cached = self._schema_cache = (state, self._build_schema())
+        return cached[1]
+
+    def _build_schema(self) -> dict[str, Any]:
         props: dict[str, Any] = {}
         if self.include_explanation:
             props["explanation"] = {

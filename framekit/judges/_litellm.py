@@ -25,11 +25,13 @@ def litellm() -> ModuleType:
             if _module is None:
                 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
                 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-                # Its import-time pydantic warnings (ReadOnly TypedDicts) are not the
-                # user's to act on.
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=".*ReadOnly.*", category=UserWarning)
-                    import litellm as lm
+                # litellm's pydantic models warn about ReadOnly TypedDict items when
+                # they are first built (during calls, not only at import): nothing a
+                # framekit user can act on, so that one message is filtered.
+                warnings.filterwarnings(
+                    "ignore", message=r".*using the `ReadOnly` qualifier", category=UserWarning
+                )
+                import litellm as lm
 
                 lm.telemetry = False
                 lm.suppress_debug_info = True
