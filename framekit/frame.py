@@ -16,7 +16,7 @@ from framekit._errors import FramekitError, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
 from framekit._mapping import MappingValue, resolve_mapping
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.planner import Job, RecordResult, run_jobs
+from framekit.engine.planner import Job, ProgressFn, RecordResult, run_jobs
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike, resolve_judge
@@ -150,7 +150,7 @@ async def aevaluate_dataframe(
     judge: JudgeLike | None = None,
     cache: Cache | str | bool | None = None,
     on_error: OnError = "record",
-    progress: bool = True,
+    progress: bool | ProgressFn = True,
     details: bool = False,
     overwrite: bool = False,
 ) -> Any:
@@ -196,14 +196,18 @@ async def aevaluate_dataframe(
     stats = RunStats(rows=base.height, evaluations=base.height * len(evs))
     resolved_cache = resolve_cache(cache)
     saved_before = resolved_cache.saved
-    bar = _progress_bar(stats.evaluations) if progress and stats.evaluations else None
+    # A callable is someone else's progress display (evaluate_parquet's bar over every
+    # slice): it is told of each finished evaluation, and no bar or summary is printed.
+    hook = progress if callable(progress) else None
+    show = progress is True
+    bar = _progress_bar(stats.evaluations) if show and stats.evaluations else None
     try:
         await run_jobs(
             jobs,
             resolved_cache,
             stats,
-            bar.report if bar else None,
-            show_embedding_progress=progress,
+            bar.report if bar else hook,
+            show_embedding_progress=show,
         )
     except asyncio.CancelledError:
         stats.elapsed_s = time.perf_counter() - started
@@ -234,7 +238,7 @@ async def aevaluate_dataframe(
     result = base.hstack(appended)
     stats.elapsed_s = time.perf_counter() - started
     record_last(stats)
-    if progress:
+    if show:
         print(stats.summary(), file=sys.stderr)
     out = from_polars(result, frame_in, appended)
     if on_error == "raise" and stats.failures:
@@ -318,7 +322,7 @@ def evaluate_dataframe(
     judge: JudgeLike | None = None,
     cache: Cache | str | bool | None = None,
     on_error: OnError = "record",
-    progress: bool = True,
+    progress: bool | ProgressFn = True,
     details: bool = False,
     overwrite: bool = False,
 ) -> Any:
@@ -347,6 +351,8 @@ def evaluate_dataframe(
         :class:`EvaluationFailed` after the run (every answer stays cached).
     progress
         Show a progress bar and print a one-line summary (also in ``fk.last_run()``).
+        A callable instead receives ``(evaluations, kind)`` as evaluations finish
+        (``kind`` is ``"done"``, ``"cached"`` or ``"failed"``), for a display of your own.
     details
         Also append ``_tokens``, ``_cost_usd``, ``_cached`` and ``_latency_s``.
     overwrite

@@ -229,3 +229,14 @@ def test_config_override_judge_concurrency_is_respected(simulator_factory, tmp_p
     fk.evaluate_dataframe(retrieval_frame(24), [RetrievalRelevance()], MAPPING,
                           judge=sim_judge(sim, concurrency=3), cache=tmp_path, progress=False)
     assert sim.stats()["max_in_flight"] <= 3
+
+
+def test_progress_callable_is_told_of_every_evaluation_and_nothing_is_printed(judge_simulator, tmp_path, capsys):
+    events: list[tuple[int, str]] = []
+    df = pl.concat([retrieval_frame(4, distinct=2, label="relevant"),
+                    pl.DataFrame({"row_id": [9], "question": ["q @sim(fault=refusal)"], "docs": [["d"]]})])
+    fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator),
+                          cache=tmp_path, progress=lambda n, kind: events.append((n, kind)))
+    assert sum(n for n, _ in events) == 5
+    assert {kind for _, kind in events} == {"done", "failed"}
+    assert capsys.readouterr().err == ""

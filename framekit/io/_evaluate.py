@@ -226,7 +226,7 @@ async def _evaluate_files(
     scan = scan_sources(files)
     total_rows = sum(n for _, n in slices)
     run = ParquetRun(dest, total_rows, len(slices), len(done), sum(slices[i][1] for i in done))
-    bar = _RowBar(total_rows, run.skipped_rows) if opts.progress and total_rows else None
+    bar = _RowBar(total_rows, run.skipped_rows, len(evs)) if opts.progress and total_rows else None
     try:
         for i, (offset, length) in enumerate(slices):
             if i in done:
@@ -239,7 +239,7 @@ async def _evaluate_files(
                 judge=resolved_judge,
                 cache=resolved_cache,
                 on_error="record",
-                progress=False,
+                progress=bar.report if bar is not None else False,
                 details=opts.details,
                 overwrite=opts.overwrite,
             )
