@@ -44,12 +44,6 @@ def note_interrupted(message: str) -> None:
         state.message = message
 
 
-def interrupt_requested() -> bool:
-    """Whether the current run is being cancelled because the user pressed Ctrl-C."""
-    state = _CURRENT.get()
-    return state is not None and state.requested
-
-
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run ``coro`` to completion and return its result.
 

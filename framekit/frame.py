@@ -82,8 +82,8 @@ def _distinct_records(
     columns: dict[str, pl.Series], names: list[str], height: int
 ) -> tuple[list[dict[str, Any]], list[int], list[int]]:
     """Collapse identical rows: (records, row -> record index, rows per record)."""
-    if not names:
-        return [{}], [0] * height, [height]
+    if not names:  # an evaluator reading no field: every row is the same record
+        return ([{}], [0] * height, [height]) if height else ([], [], [])
     series = [columns[n] for n in names]
     nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
     lists = [s.to_list() for s in series]
@@ -186,8 +186,6 @@ async def aevaluate_dataframe(
     for ev in evs:
         names = [f for f in ev.fields if f in fields.available]
         records, inverse, weights = _distinct_records(fields.columns, names, base.height)
-        if base.height == 0:
-            records, inverse, weights = [], [], []
         judge_of_ev = judge_for(ev)
         notes.append(await fit_to_context(records, judge_of_ev))
         jobs.append(Job(ev, judge_of_ev, records, weights))
@@ -228,13 +226,7 @@ async def aevaluate_dataframe(
     for job, inverse, job_notes in zip(jobs, inverses, notes):
         columns += _build_columns(job.evaluator, job.results, inverse, details, job_notes)
         _apply_row_errors(columns, job.evaluator, fields.row_errors)
-    appended = (
-        pl.DataFrame(columns)
-        if columns
-        else pl.DataFrame({c: pl.Series(c, [], dtype=_dtype_of(c, evs)) for c in new_cols})
-    )
-    if base.height == 0:
-        appended = pl.DataFrame({c: pl.Series(c, [], dtype=_dtype_of(c, evs)) for c in new_cols})
+    appended = pl.DataFrame(columns)  # typed even for an empty frame
     result = base.hstack(appended)
     stats.elapsed_s = time.perf_counter() - started
     record_last(stats)
@@ -257,14 +249,6 @@ def _kept(cache: Cache, saved: int, always: bool = False) -> str:
         f"{saved} responses received before the stop are saved in the cache at {cache.path}; "
         "run the same call again to resume without paying for them."
     )
-
-
-def _dtype_of(column: str, evs: Sequence[Evaluator]) -> pl.DataType:
-    for ev in evs:
-        kind = column[len(ev.name) + 1 :]
-        if column.startswith(ev.name + "_") and kind in {**RESULT_COLUMNS, **DETAIL_COLUMNS}:
-            return {**RESULT_COLUMNS, **DETAIL_COLUMNS}[kind]
-    return pl.String()
 
 
 def _apply_row_errors(

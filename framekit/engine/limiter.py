@@ -144,7 +144,6 @@ class RateLimiter:
         self._tokens = TokenBucket(tpm / 60.0, capacity=tpm / 60.0) if tpm else None
         self._paused_until = 0.0
         self._lock = asyncio.Lock()
-        self.rate_limited = 0
         self.health = EndpointHealth(self._rng)
 
     async def acquire(self, tokens: int = 0) -> None:
@@ -182,7 +181,6 @@ class RateLimiter:
 
     def on_rate_limited(self, retry_after: float | None, attempt: int) -> float:
         """Pause every worker after a 429; returns the pause in seconds."""
-        self.rate_limited += 1
         pause = retry_after if retry_after is not None else self.backoff(attempt)
         self._paused_until = max(self._paused_until, time.monotonic() + pause)
         self._rate_factor = max(0.05, self._rate_factor * self.DECREASE)

@@ -53,8 +53,12 @@ class Job:
     evaluator: Evaluator
     judge: Judge | LocalJudge
     records: Sequence[Mapping[str, Any]]
-    weights: Sequence[int] | None = None  # rows behind each record, for progress
+    weights: Sequence[int] = ()  # rows behind each record (default: one each)
     results: list[RecordResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.weights:
+            self.weights = [1] * len(self.records)
 
 
 ProgressFn = Callable[[int, str], None]  # (rows, "done" | "cached" | "failed")
@@ -118,7 +122,6 @@ async def run_jobs(
     prepared: list[list[dict[str, Any] | None]] = []
     for job in jobs:
         job.results = [RecordResult() for _ in job.records]
-        weights = job.weights or [1] * len(job.records)
         rows: list[dict[str, Any] | None] = []
         for i, raw in enumerate(job.records):
             try:
@@ -126,24 +129,22 @@ async def run_jobs(
             except RecordError as exc:
                 rows.append(None)
                 job.results[i].error = str(exc)
-                report(weights[i], "failed")
+                report(job.weights[i], "failed")
         prepared.append(rows)
 
     answers = await _chat_stage(jobs, prepared, cache, stats, report)
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
     for job, rows in zip(jobs, prepared):
-        weights = job.weights or [1] * len(job.records)
         for i, record in enumerate(rows):
             result = job.results[i]
             if record is None or result.error is not None or result.reported:
                 continue
             if job.judge.kind == "llm":
-                report(weights[i], "cached" if result.cached else "done")
+                report(job.weights[i], "cached" if result.cached else "done")
             else:
-                report(weights[i], "done")
+                report(job.weights[i], "done")
     for job in jobs:
-        weights = job.weights or [1] * len(job.results)
-        failed = sum(w for r, w in zip(job.results, weights) if r.error)
+        failed = sum(w for r, w in zip(job.results, job.weights) if r.error)
         stats.failures += failed
         if failed:
             stats.per_evaluator_failures[job.evaluator.name] = failed
@@ -186,7 +187,7 @@ async def _chat_stage(
             result.cached, result.latency_s = outcome.cached, outcome.latency_s
             if outcome.answer is None:
                 result.error = outcome.error
-                report((jobs[j].weights or [1] * len(jobs[j].records))[i], "failed")
+                report(jobs[j].weights[i], "failed")
             else:
                 answers[(j, i)] = outcome.answer
                 if not _embeds(jobs[j].evaluator):
@@ -194,7 +195,7 @@ async def _chat_stage(
                     # during an hours-long run instead of jumping at the end.
                     result.reported = True
                     report(
-                        (jobs[j].weights or [1] * len(jobs[j].records))[i],
+                        jobs[j].weights[i],
                         "cached" if outcome.cached else "done",
                     )
 

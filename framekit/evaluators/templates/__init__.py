@@ -34,11 +34,6 @@ def _load_file(name: str) -> dict[str, dict[str, object]]:
     return tomllib.loads(text)
 
 
-def versions(name: str) -> list[str]:
-    """The template versions shipped for evaluator ``name``."""
-    return sorted(_load_file(name))
-
-
 def load_template(name: str, version: str) -> TemplateSpec:
     """The template ``version`` of evaluator ``name``; an unknown version lists the known."""
     table = _load_file(name)
