@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import contextvars
 import signal
+import sys
 import threading
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any, TypeVar
@@ -35,6 +36,14 @@ _CURRENT: contextvars.ContextVar[_Interrupt | None] = contextvars.ContextVar(
 )
 
 _DEFAULT_MESSAGE = "framekit: run interrupted"
+
+
+async def bounded(call: Awaitable[T], seconds: float) -> T:
+    """Await ``call`` for at most ``seconds`` (no extra task per call on 3.11+)."""
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await call
+    return await asyncio.wait_for(call, seconds)  # pragma: no cover
 
 
 def note_interrupted(message: str) -> None:

@@ -16,32 +16,20 @@ answers 404 to every call, and an outage longer than the budget.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
+from framekit._aio import bounded
 from framekit._errors import JudgeAuthenticationError, JudgeError
 from framekit.engine.cache import Cache
 from framekit.engine.faults import Fault, classify, redact
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
-from framekit.judges import _litellm
 from framekit.judges.base import ChatRequest
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.structured import ParseFailure, parse_answer, reask_message
-
-T = TypeVar("T")
-
-
-async def _bounded(call: Awaitable[T], seconds: float) -> T:
-    """Await ``call`` for at most ``seconds`` (no extra task per call on 3.11+)."""
-    if sys.version_info >= (3, 11):
-        async with asyncio.timeout(seconds):
-            return await call
-    return await asyncio.wait_for(call, seconds)  # pragma: no cover
-
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
 MAX_REASKS = 2
@@ -92,8 +80,7 @@ class ChatExecutor:
         on_done: Callable[[str, Outcome], None],
     ) -> None:
         """Send every ``(key, request)``; ``on_done`` is called as each finishes."""
-        # The first import of litellm takes seconds: do it off the event loop.
-        await asyncio.to_thread(_litellm.litellm)
+        await self.judge.prepare()
         queue = iter(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done)) for _ in range(self.judge.concurrency)
@@ -141,8 +128,8 @@ class ChatExecutor:
             try:
                 # litellm's timeout bounds each read, not the whole answer: a server that
                 # trickles its reply byte by byte would hold the call far longer.
-                raw = await _bounded(judge.attempt(request, messages), judge.timeout)
-            except asyncio.CancelledError:
+                raw = await bounded(judge.attempt(request, messages), judge.timeout)
+            except (asyncio.CancelledError, JudgeError):
                 raise
             except Exception as exc:
                 fault = classify(exc, judge.secrets)

@@ -35,6 +35,15 @@ class Fault:
     status: int | None = None
 
 
+class FaultRaised(Exception):
+    """A call that failed where it was made (a judge worker process) and was classified
+    there: only the verdict crossed over, not the client library's exception."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.reason)
+        self.fault = fault
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """``Retry-After`` as seconds: a number, or an HTTP date relative to now."""
     if not value:
@@ -58,6 +67,8 @@ def _status(exc: BaseException) -> int | None:
 
 def classify(exc: BaseException, secrets: list[str]) -> Fault:
     """Map an exception raised by a judge call to what the executor should do."""
+    if isinstance(exc, FaultRaised):
+        return exc.fault
     name = type(exc).__name__
     reason = redact(f"{name}: {one_line(_message(exc), 160)}", secrets)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):

@@ -1,20 +1,28 @@
 """``fk.Judge``: one litellm endpoint, its limits, and one attempt at a structured answer.
 
 The retry loop, pacing and caching live in :mod:`framekit.engine.executor`; a judge only
-knows how to make *one* call and classify what came back.
+knows how to make *one* call, here or in its worker processes
+(:mod:`framekit.judges.workers`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+import threading
 import time
+import weakref
 from dataclasses import dataclass
-from typing import Any, Literal
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
 
 from framekit._errors import InputError
 from framekit.judges import _litellm
 from framekit.judges.base import ChatRequest
 from framekit.judges.structured import build_call_kwargs
+
+if TYPE_CHECKING:
+    from framekit.judges.workers import WorkerPool
 
 Mode = Literal["json_schema", "tool", "prompt"]
 
@@ -65,6 +73,13 @@ class Judge:
         The model's context window in tokens, for a model litellm does not know (e.g.
         self-hosted): a record longer than it allows is cut to fit, with a note in its
         explanation. ``None``: litellm's figure for the model, else 128,000.
+    processes
+        Worker processes that make the calls. litellm spends 3.5-4 ms of CPU on each
+        call, so one process tops out near 250 calls/s; against an endpoint that could
+        answer faster (high ``concurrency``, low latency), ``processes=2`` uses a second
+        core. Workers start on the first run (a few seconds: each imports litellm), serve
+        every later run of this judge, and stop at :meth:`close`, on exit, or when the
+        judge is garbage-collected. ``1`` (default): calls are made in this process.
     **litellm_kwargs
         Passed to ``litellm.acompletion`` (e.g. ``seed``); part of the cache key unless
         they only route the call.
@@ -92,12 +107,15 @@ class Judge:
         temperature: float = 0.0,
         max_tokens: int = 1024,
         context_window: int | None = None,
+        processes: int = 1,
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InputError("Judge(model=...) needs a litellm model string")
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
+        if not isinstance(processes, int) or processes < 1:
+            raise InputError(f"processes must be an integer >= 1, got {processes!r}")
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive or None, got {value}")
@@ -112,9 +130,13 @@ class Judge:
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.context_window = context_window
+        self.processes = processes
         self.litellm_kwargs = litellm_kwargs
         # Downgraded for the judge's lifetime when the endpoint rejects a structured mode.
         self.mode: Mode = "json_schema"
+        self._pool: WorkerPool | None = None
+        self._stop_pool: weakref.finalize[Any, Any] | None = None
+        self._pool_lock = threading.Lock()
 
     # -- identity -------------------------------------------------------------------
     @property
@@ -140,10 +162,46 @@ class Judge:
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
+        workers = f", processes={self.processes}" if self.processes > 1 else ""
         return (
             f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
-            f"tpm={self.tpm}{key})"
+            f"tpm={self.tpm}{workers}{key})"
         )
+
+    # -- worker processes -----------------------------------------------------------
+    async def prepare(self) -> None:
+        """Get ready to send: import litellm (seconds, so off the event loop), or start
+        the worker processes and wait until each has."""
+        if self.processes == 1:
+            await asyncio.to_thread(_litellm.litellm)
+            return
+        with self._pool_lock:
+            if self._pool is None:
+                from framekit.judges.workers import WorkerPool
+
+                self._pool = WorkerPool(self.processes, self._call_params(), self.secrets)
+                # Stops the workers when the judge is collected or the interpreter exits.
+                self._stop_pool = weakref.finalize(self, self._pool.close)
+            pool = self._pool
+        await pool.started()
+
+    def close(self) -> None:
+        """Stop the worker processes (if any); a later run starts new ones."""
+        with self._pool_lock:
+            stop, self._stop_pool, self._pool = self._stop_pool, None, None
+        if stop is not None:
+            stop()
+
+    def __enter__(self) -> Judge:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     # -- one attempt ----------------------------------------------------------------
     def _endpoint_kwargs(self) -> dict[str, Any]:
@@ -158,36 +216,23 @@ class Judge:
         kwargs["timeout"] = self.timeout
         return kwargs
 
+    def _call_params(self) -> dict[str, Any]:
+        """Everything ``litellm.acompletion`` gets besides the messages and answer format."""
+        return {
+            "model": self.model,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            **self._endpoint_kwargs(),
+        }
+
     async def attempt(self, request: ChatRequest, messages: list[dict[str, Any]]) -> RawReply:
         """Send one chat request in the judge's current structured mode."""
-        lm = _litellm.litellm()
         call = build_call_kwargs(request, messages, self.mode)
-        started = time.perf_counter()
-        response = await lm.acompletion(
-            model=self.model,
-            temperature=self.temperature,
-            max_tokens=self.max_tokens,
-            **call,
-            **self._endpoint_kwargs(),
-        )
-        latency = time.perf_counter() - started
-        choice = response.choices[0]
-        message = choice.message
-        text = message.content
-        tool_calls = getattr(message, "tool_calls", None)
-        if tool_calls and not text:
-            text = tool_calls[0].function.arguments
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        return RawReply(
-            text=text,
-            refusal=getattr(message, "refusal", None),
-            prompt_tokens=prompt_tokens,
-            completion_tokens=completion_tokens,
-            cost_usd=_litellm.response_cost(response),
-            latency_s=latency,
-        )
+        pool = self._pool
+        if pool is not None:
+            reply: RawReply = await pool.call(call)
+            return reply
+        return await call_litellm(self._call_params(), call)
 
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """Embed texts with a litellm embedding model on this judge's endpoint.
@@ -203,3 +248,25 @@ class Judge:
             kwargs["api_key"] = self._api_key
         response = await lm.aembedding(model=model, input=texts, **kwargs)
         return [item["embedding"] for item in response.data]
+
+
+async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
+    """One ``litellm.acompletion`` call, reduced to what the engine reads from it."""
+    lm = _litellm.litellm()
+    started = time.perf_counter()
+    response = await lm.acompletion(**params, **call)
+    latency = time.perf_counter() - started
+    message = response.choices[0].message
+    text = message.content
+    tool_calls = getattr(message, "tool_calls", None)
+    if tool_calls and not text:
+        text = tool_calls[0].function.arguments
+    usage = getattr(response, "usage", None)
+    return RawReply(
+        text=text,
+        refusal=getattr(message, "refusal", None),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cost_usd=_litellm.response_cost(response),
+        latency_s=latency,
+    )
