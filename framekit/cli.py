@@ -99,7 +99,12 @@ def _mapping(values: Sequence[str] | None) -> dict[str, str] | None:
 def _judge(args: argparse.Namespace) -> Any:
     """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits."""
     model = args.judge or os.environ.get("FRAMEKIT_JUDGE", "").strip() or None
-    limits = {"rpm": args.rpm, "tpm": args.tpm, "concurrency": args.concurrency}
+    limits = {
+        "rpm": args.rpm,
+        "tpm": args.tpm,
+        "concurrency": args.concurrency,
+        "processes": args.processes,
+    }
     if model is None or model.lower() == "local":
         given = [f"--{k}" for k, v in limits.items() if v is not None]
         if given:
@@ -358,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--rpm", type=_positive_float, help="requests per minute to stay under")
     ev.add_argument("--tpm", type=_positive_float, help="tokens per minute to stay under")
     ev.add_argument("--concurrency", type=_positive_int, help="requests in flight (default 16)")
+    ev.add_argument(
+        "--processes",
+        type=_positive_int,
+        help="worker processes making the litellm calls (default 1: this one); "
+        "2 helps when the endpoint answers faster than one process can send",
+    )
     group = ev.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write a cache")

@@ -6,12 +6,17 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def framekit_command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "framekit.cli", *args]
 
 
 def framekit(
@@ -21,7 +26,7 @@ def framekit(
     environ.pop("FRAMEKIT_JUDGE", None)
     environ.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "framekit.cli", *args],
+        framekit_command(*args),
         cwd=cwd,
         env=environ,
         capture_output=True,
@@ -195,6 +200,44 @@ def test_dry_run_sends_nothing_and_predicts_the_real_run(tmp_path, rag_parquet, 
     )
     assert ok.returncode == 0, ok.stderr
     assert judge_simulator.stats()["chat"] == planned  # everything came from the cache
+
+
+def _worker_pids_marked(mark: str) -> list[int]:
+    """Live judge worker processes whose environment carries ``mark``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            worker = b"framekit.judges.workers" in (proc / "cmdline").read_bytes()
+            marked = worker and mark.encode() in (proc / "environ").read_bytes()
+            if marked and (proc / "stat").read_text().split()[2] != "Z":
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
+def test_processes_flag_scores_through_worker_processes_that_exit_with_the_command(
+    tmp_path, rag_parquet, judge_simulator
+):
+    mark = f"framekit-cli-test-{os.getpid()}"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FRAMEKIT_API_KEY": "sk-test", "FRAMEKIT_TEST_MARK": mark}
+    env.pop("FRAMEKIT_JUDGE", None)
+    command = framekit_command(
+        "evaluate", "runs.parquet", "-e", "retrieval_relevance", "--map", "input=question",
+        "--map", "context=docs", "--judge", "openai/sim", "--api-base", judge_simulator.api_base,
+        "--processes", "2", "--no-cache", "-o", "scored.parquet", "-q", "--max-failures", "1",
+    )
+    proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+    while proc.poll() is None:
+        seen.update(_worker_pids_marked(mark))
+        time.sleep(0.05)
+    assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
+    assert len(seen) == 2, "the calls were made by two worker processes"
+    assert judge_simulator.stats()["chat"] == 12
+    scored = pl.read_parquet(tmp_path / "scored.parquet")
+    assert scored["retrieval_relevance_score"].null_count() == 1  # the row without a question
+    assert _worker_pids_marked(mark) == [], "workers outlived the command"
 
 
 def test_sql_dry_run_reads_the_input_as_a_view(tmp_path, rag_parquet):
