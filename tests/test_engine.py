@@ -240,3 +240,28 @@ def test_progress_callable_is_told_of_every_evaluation_and_nothing_is_printed(ju
     assert sum(n for n, _ in events) == 5
     assert {kind for _, kind in events} == {"done", "failed"}
     assert capsys.readouterr().err == ""
+
+
+def test_summary_says_when_this_process_cpu_and_not_the_judge_set_the_pace(simulator_factory, monkeypatch):
+    from framekit.engine import executor
+
+    monkeypatch.setattr(executor, "CPU_HINT_MIN_REQUESTS", 150)  # 500 by default: keep the test short
+    df = retrieval_frame(150)
+    # An instant judge on this machine: the client's CPU is the only limit.
+    fast = simulator_factory()
+    fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(fast, concurrency=16), cache=False, progress=False
+    )
+    stats = fk.last_run()
+    assert stats.requests_sent == 150
+    assert any("processes=2" in hint for hint in stats.hints)
+    assert "framekit: hint: this process's CPU" in stats.summary()
+
+    # A slow judge: the client mostly waits, and no hint is given.
+    slow = simulator_factory(latency=0.5)
+    fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(slow, concurrency=32), cache=False, progress=False
+    )
+    assert fk.last_run().requests_sent == 150
+    assert fk.last_run().hints == []
+    assert "hint" not in fk.last_run().summary()

@@ -33,6 +33,10 @@ from framekit.judges.structured import ParseFailure, parse_answer, reask_message
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
 MAX_REASKS = 2
+#: A run that sent at least this many requests with this process's CPU at least this busy
+#: (CPU seconds per second) was held back by the client: the summary says so.
+CPU_HINT_MIN_REQUESTS = 500
+CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
@@ -85,12 +89,25 @@ class ChatExecutor:
         workers = [
             asyncio.create_task(self._worker(queue, on_done)) for _ in range(self.judge.concurrency)
         ]
+        sent_before = self.stats.requests_sent
+        cpu_started, wall_started = time.process_time(), time.perf_counter()
         try:
             await asyncio.gather(*workers)
         finally:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+        busy = (time.process_time() - cpu_started) / max(1e-9, time.perf_counter() - wall_started)
+        if (
+            self.judge.processes == 1
+            and self.stats.requests_sent - sent_before >= CPU_HINT_MIN_REQUESTS
+            and busy >= CPU_HINT_BUSY
+        ):
+            self.stats.hints.append(
+                f"this process's CPU, not the judge, set the pace ({busy:.0%} busy while "
+                "sending; litellm spends ~4 ms of CPU per call): worker processes would "
+                "share the work (fk.Judge(..., processes=2), or --processes 2)"
+            )
 
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
         for key, request in queue:

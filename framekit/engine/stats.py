@@ -28,16 +28,20 @@ class RunStats:
     embeddings_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+    #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
+    hints: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line: what was sent, what came from the cache, what failed, what it cost."""
+        """One line: what was sent, what came from the cache, what failed, what it cost;
+        then one line per hint."""
         cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
-        return (
+        line = (
             f"framekit: {self.rows} rows x evaluators = {self.evaluations} scores in "
             f"{self.elapsed_s:.1f}s; {self.requests_sent} requests sent, "
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
         )
+        return "\n".join([line, *(f"framekit: hint: {hint}" for hint in self.hints)])
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -38,22 +38,26 @@ class ParquetRun:
             if self.skipped_slices
             else ""
         )
-        return (
+        line = (
             f"framekit: wrote {self.rows} rows to {self.destination} in {self.elapsed_s:.1f}s "
             f"({self.slices} slices{resumed}); {self.stats.requests_sent} requests sent, "
             f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
         )
+        return "\n".join([line, *(f"framekit: hint: {hint}" for hint in self.stats.hints)])
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
     for f in fields(RunStats):
-        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures"):
+        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints"):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
     if part.cost_usd is not None:
         total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+    # Every slice would give the same advice: once is enough.
+    if part.hints and not total.hints:
+        total.hints = list(part.hints)
 
 
 def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
