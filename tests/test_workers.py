@@ -197,3 +197,14 @@ def test_workers_die_with_a_killed_parent_and_never_hold_the_key_in_argv_or_env(
         proc.kill()
         proc.wait(10)
     assert all(_gone(pid, 15) for pid in report["pids"]), "workers outlived a SIGKILLed parent"
+
+
+def test_a_copied_judge_starts_its_own_workers(sim, pooled, tmp_path):
+    import copy
+    import pickle
+
+    _score(retrieval_frame(2), pooled, tmp_path / "a")  # the module's judge has workers
+    for clone in (copy.deepcopy(pooled), pickle.loads(pickle.dumps(pooled))):
+        assert clone._pool is None and clone.processes == 2
+        assert clone.cache_identity() == pooled.cache_identity()
+    assert pooled._pool is not None

@@ -185,6 +185,16 @@ class Judge:
             pool = self._pool
         await pool.started()
 
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy (pickle, copy.deepcopy) starts its own workers when it first runs.
+        state = dict(self.__dict__)
+        state.update(_pool=None, _stop_pool=None, _pool_lock=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._pool_lock = threading.Lock()
+
     def close(self) -> None:
         """Stop the worker processes (if any); a later run starts new ones."""
         with self._pool_lock:
