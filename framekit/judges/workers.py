@@ -11,10 +11,10 @@ it cannot outlive its parent, even one killed with SIGKILL.
 
 Wire format, both ways: a 4-byte big-endian length, then a pickle. The first frame to a
 worker is the judge's call parameters and the strings to redact (the API key among them:
-it travels only over this pipe, never on a command line or in the environment); then ``(id, call)`` frames. A
-worker answers ``(0, "ready", pid)`` once litellm is imported, then ``(id, "ok",
-RawReply)`` or ``(id, "fault", Fault)``: failures are classified in the worker, where
-litellm's exception is, and only the verdict crosses.
+it travels only over this pipe, never on a command line or in the environment); then
+``(id, call)`` frames. A worker answers ``(0, "ready", pid)`` once litellm is imported,
+then ``(id, "ok", RawReply)`` or ``(id, "fault", Fault)``: failures are classified in the
+worker, where litellm's exception is, and only the verdict crosses.
 """
 
 from __future__ import annotations
