@@ -1,0 +1,284 @@
+"""Reading a span export into spans: files, frames, JSON / JSONL and OTLP records.
+
+Every record becomes a :class:`_Span` whose attributes are flattened to OpenInference's
+dotted keys (see the :mod:`framekit.traces` docstring for the shapes read).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from framekit._errors import InputError
+
+
+class TraceFormatError(InputError):
+    """A span export that cannot be read: names the file and what is missing or malformed."""
+
+    __module__ = "framekit.traces"  # its public home, as in tracebacks and the docs
+
+
+_TRACE_ID = ("context.trace_id", "trace_id", "traceId", "context.traceId")
+_SPAN_ID = ("context.span_id", "span_id", "spanId", "context.spanId")
+_PARENT_ID = ("parent_id", "parentSpanId", "parent_span_id", "parentId")
+_START = ("start_time", "startTimeUnixNano", "start_time_unix_nano", "startTime")
+_STATUS = ("status_code", "status.code", "status.status_code", "status")
+_SKIP = frozenset({"attributes", "events", "links", "resource"})
+# Attributes that are JSON text by convention: a decoded object is re-encoded, not flattened.
+_JSON_LEAVES = frozenset({"input.value", "output.value"})
+_STATUS_NAMES = {"0": "UNSET", "1": "OK", "2": "ERROR"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+# (units per second, smallest plausible value): a 2001+ date in ns is above 1e18, in s 1e9
+_UNITS = ((10**9, 1e17), (10**6, 1e14), (10**3, 1e11), (1, 0.0))
+
+
+@dataclass
+class _Span:
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str | None
+    kind: str
+    start: datetime | None
+    status: str | None
+    attrs: dict[str, Any]  # OpenInference dotted keys -> scalar (or list of scalars)
+    order: int  # position in the file, the tie-breaker everywhere
+
+    @property
+    def sort_key(self) -> tuple[bool, datetime, int]:
+        return (self.start is None, self.start or _EPOCH, self.order)
+
+
+def _read(source: Any) -> list[_Span]:
+    if isinstance(source, pl.DataFrame):
+        return _from_frame(source, "DataFrame")
+    if type(source).__module__.startswith("pandas"):
+        if source.index.name is not None and source.index.name not in source.columns:
+            source = source.reset_index()  # Phoenix's query_spans() keeps the span id there
+        _check_columns([str(c) for c in source.columns], "DataFrame")
+        records = source.to_dict("records")
+        return [_span(row, f"row {i}", "DataFrame", i) for i, row in enumerate(records)]
+    path = Path(os.fspath(source)) if not hasattr(source, "read_bytes") else source
+    name = str(path)
+    suffix = Path(path.name).suffix.lower()
+    if suffix not in (".parquet", ".pq", ".json", ".jsonl", ".ndjson"):
+        raise TraceFormatError(
+            f"{name}: unknown extension {suffix or '(none)'!r}; "
+            "expected .parquet, .json or .jsonl (.ndjson)"
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: no such span export")
+    if suffix in (".parquet", ".pq"):
+        try:
+            frame = pl.read_parquet(path.read_bytes())
+        except Exception as exc:  # polars raises several types for a corrupt file
+            raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
+        return _from_frame(frame, name)
+    text = path.read_bytes().decode("utf-8-sig")
+    records = _jsonl_records(text, name) if suffix != ".json" else _json_records(text, name)
+    return [_span(rec, where, name, i) for i, (where, rec) in enumerate(records)]
+
+
+def _from_frame(frame: pl.DataFrame, name: str) -> list[_Span]:
+    columns = list(frame.columns)
+    if isinstance(context := frame.schema.get("context"), pl.Struct):
+        columns += [f"context.{f.name}" for f in context.fields]
+    _check_columns(columns, name)
+    return [_span(row, f"row {i}", name, i) for i, row in enumerate(frame.iter_rows(named=True))]
+
+
+def _check_columns(columns: list[str], name: str) -> None:
+    if not set(columns) & set(_SPAN_ID):
+        shown = ", ".join(columns[:12]) + (" ..." if len(columns) > 12 else "")
+        raise TraceFormatError(
+            f"{name}: no span id column (expected one of {', '.join(_SPAN_ID)}); "
+            f"columns: {shown or '(none)'}"
+        )
+
+
+def _json_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise TraceFormatError(
+            f"{name}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from exc
+    if isinstance(doc, dict):
+        doc = next((doc[k] for k in ("spans", "data") if isinstance(doc.get(k), list)), doc)
+    items = doc if isinstance(doc, list) else [doc]
+    single = isinstance(doc, dict) and any(k in doc for k in ("context", *_SPAN_ID))
+    if isinstance(doc, dict) and not (_is_otlp(doc) or single):
+        raise TraceFormatError(
+            f'{name}: expected a list of spans, {{"spans": [...]}} or OTLP '
+            f'{{"resourceSpans": [...]}}; found an object with keys {sorted(doc)[:8]}'
+        )
+    for i, item in enumerate(items):
+        for span in _expand(item, f"span {i}", name):
+            yield f"span {i}", span
+
+
+def _jsonl_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(
+                f"{name}: malformed JSON on line {lineno} (column {exc.colno}): {exc.msg}"
+            ) from exc
+        for span in _expand(item, f"line {lineno}", name):
+            yield f"line {lineno}", span
+
+
+def _is_otlp(item: Mapping[str, Any]) -> bool:
+    return "resourceSpans" in item or "resource_spans" in item
+
+
+def _expand(item: Any, where: str, name: str) -> Iterator[Mapping[str, Any]]:
+    """Yield the spans of one record: itself, or every span of an OTLP request."""
+    if not isinstance(item, Mapping):
+        raise TraceFormatError(
+            f"{name}: {where}: expected a span object, found {type(item).__name__}"
+        )
+    if not _is_otlp(item):
+        yield item
+        return
+    for resource in item.get("resourceSpans") or item.get("resource_spans") or []:
+        for scope in resource.get("scopeSpans") or resource.get("scope_spans") or []:
+            yield from scope.get("spans") or []
+
+
+def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span:
+    top: dict[str, Any] = {}
+    attrs: dict[str, Any] = {}
+    for key, value in record.items():
+        if value is None:  # most cells of a wide Phoenix table
+            continue
+        if key == "attributes":
+            _flatten(_decode_attributes(value, where, name), "", attrs)
+        elif key.startswith("attributes."):
+            _flatten(value, key[11:], attrs)
+        elif key not in _SKIP:
+            _flatten(value, key, top)
+    trace_id, span_id = _pick(top, _TRACE_ID), _pick(top, _SPAN_ID)
+    for value, what, keys in ((trace_id, "trace", _TRACE_ID), (span_id, "span", _SPAN_ID)):
+        if value is None or value == "":
+            raise TraceFormatError(
+                f"{name}: {where}: span has no {what} id (expected one of {', '.join(keys)})"
+            )
+    parent = _pick(top, _PARENT_ID)
+    kind = attrs.get("openinference.span.kind") or top.get("span_kind") or "UNKNOWN"
+    return _Span(
+        trace_id=str(trace_id),
+        span_id=str(span_id),
+        parent_id=str(parent) if parent not in (None, "") else None,
+        name=None if top.get("name") is None else str(top["name"]),
+        kind=str(kind).upper(),
+        start=_time(_pick(top, _START), where, name),
+        status=_status(_pick(top, _STATUS)),
+        attrs=attrs,
+        order=order,
+    )
+
+
+def _decode_attributes(value: Any, where: str, name: str) -> Any:
+    if isinstance(value, str):  # an attributes column stored as JSON text
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(f"{name}: {where}: attributes are not valid JSON") from exc
+    if isinstance(value, list) and all(isinstance(kv, Mapping) and "key" in kv for kv in value):
+        return {kv["key"]: _any_value(kv.get("value")) for kv in value}  # OTLP key/value list
+    return value
+
+
+def _any_value(value: Any) -> Any:
+    """Unwrap an OTLP ``AnyValue`` ({"stringValue": ...}, {"arrayValue": {"values": ...}})."""
+    if not isinstance(value, Mapping) or not value:
+        return value
+    kind, inner = next(iter(value.items()))
+    kind = kind.replace("_", "").lower()
+    if kind == "arrayvalue":
+        return [_any_value(v) for v in (inner or {}).get("values", [])]
+    if kind == "kvlistvalue":
+        return {kv["key"]: _any_value(kv.get("value")) for kv in (inner or {}).get("values", [])}
+    if kind == "intvalue":
+        return int(inner)
+    return inner
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    """Flatten nested dicts and lists of dicts into OpenInference dotted keys."""
+    if value is None:
+        return
+    if isinstance(value, str):  # most values: checked first, this runs once per cell
+        out[prefix] = value
+    elif isinstance(value, (Mapping, list, tuple)):
+        if prefix in _JSON_LEAVES:
+            out[prefix] = json.dumps(value)
+        elif isinstance(value, Mapping):
+            for key, inner in value.items():
+                _flatten(inner, f"{prefix}.{key}" if prefix else str(key), out)
+        elif any(isinstance(v, (Mapping, list, tuple)) for v in value):
+            for i, inner in enumerate(value):
+                _flatten(inner, f"{prefix}.{i}", out)
+        else:
+            out[prefix] = list(value)
+    elif hasattr(value, "tolist"):  # numpy arrays and scalars from pandas
+        _flatten(value.tolist(), prefix, out)
+    elif not _missing(value):
+        out[prefix] = value
+
+
+def _missing(value: Any) -> bool:
+    # pandas fills the cells of spans that lack an attribute with NaN, NaT or NA
+    if isinstance(value, float):
+        return math.isnan(value)
+    return type(value).__name__ in ("NaTType", "NAType")
+
+
+def _pick(values: Mapping[str, Any], keys: Iterable[str]) -> Any:
+    return next((values[k] for k in keys if k in values), None)
+
+
+def _time(value: Any, where: str, name: str) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return aware.astimezone(timezone.utc)
+    text = str(value).strip()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        # Unix time in s, ms, us or ns: OTLP writes nanoseconds, other tools the rest
+        number = float(text)
+        per_second = next(p for p, floor in _UNITS if number >= floor)
+        if text.isdigit():  # integer arithmetic: a float loses the microseconds of ns times
+            return _EPOCH + timedelta(microseconds=int(text) * 10**6 // per_second)
+        return datetime.fromtimestamp(number / per_second, tz=timezone.utc)
+    # Python 3.10's fromisoformat takes neither "Z" nor fractions other than 3 or 6 digits
+    iso = re.sub(r"\.(\d+)", _micros, text.replace("Z", "+00:00").replace("z", "+00:00"))
+    try:
+        return _time(datetime.fromisoformat(iso), where, name)
+    except ValueError:
+        raise TraceFormatError(f"{name}: {where}: unreadable start_time {text!r}") from None
+
+
+def _micros(fraction: re.Match[str]) -> str:
+    return "." + fraction[1][:6].ljust(6, "0")
+
+
+def _status(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).upper().rsplit(".", 1)[-1].removeprefix("STATUS_CODE_")
+    return _STATUS_NAMES.get(text, text)
