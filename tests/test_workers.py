@@ -123,6 +123,17 @@ def test_a_killed_worker_is_replaced_and_its_calls_retried(sim, pooled, tmp_path
     assert pooled._pool._workers[0].process.pid != victim.pid  # type: ignore[union-attr]
 
 
+def test_a_judge_changed_between_runs_is_not_answered_with_stale_parameters(sim, pooled, tmp_path):
+    _score(retrieval_frame(1), pooled, tmp_path / "a")
+    assert sim.requests[-1]["temperature"] == 0.0
+    pooled.temperature = 0.7
+    try:
+        _score(retrieval_frame(2), pooled, tmp_path / "b")
+    finally:
+        pooled.temperature = 0.0
+    assert sim.requests[-1]["temperature"] == 0.7
+
+
 def test_processes_is_validated_and_shown():
     with pytest.raises(fk.InputError, match="processes"):
         fk.Judge("openai/x", processes=0)

@@ -179,7 +179,7 @@ class Judge:
             if self._pool is None:
                 from framekit.judges.workers import WorkerPool
 
-                self._pool = WorkerPool(self.processes, self._call_params(), self.secrets)
+                self._pool = WorkerPool(self.processes)
                 # Stops the workers when the judge is collected or the interpreter exits.
                 self._stop_pool = weakref.finalize(self, self._pool.close)
             pool = self._pool
@@ -240,7 +240,7 @@ class Judge:
         call = build_call_kwargs(request, messages, self.mode)
         pool = self._pool
         if pool is not None:
-            reply: RawReply = await pool.call(call)
+            reply: RawReply = await pool.call(self._call_params(), call, self.secrets)
             return reply
         return await call_litellm(self._call_params(), call)
 

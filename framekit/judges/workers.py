@@ -9,11 +9,12 @@ cache. A worker is a fresh interpreter (``python -m framekit.judges.workers``), 
 user's script or notebook is never re-imported, and it exits when its stdin closes, so
 it cannot outlive its parent, even one killed with SIGKILL.
 
-Wire format, both ways: a 4-byte big-endian length, then a pickle. The first frame to a
-worker is the judge's call parameters and the strings to redact (the API key among them:
-it travels only over this pipe, never on a command line or in the environment); then
-``(id, call)`` frames. A worker answers ``(0, "ready", pid)`` once litellm is imported,
-then ``(id, "ok", RawReply)`` or ``(id, "fault", Fault)``: failures are classified in the
+Wire format, both ways: a 4-byte big-endian length, then a pickle. A worker answers
+``(0, "ready", pid)`` once litellm is imported. Each call is ``(id, params, call,
+secrets)``: the judge's parameters as they are now (so a judge changed between runs is
+never answered with stale ones) and the strings to redact, the API key among them, which
+travels only over this pipe, never on a command line or in the environment. The answer
+is ``(id, "ok", RawReply)`` or ``(id, "fault", Fault)``: failures are classified in the
 worker, where litellm's exception is, and only the verdict crosses.
 """
 
@@ -46,11 +47,6 @@ MAX_RESTARTS_PER_WORKER = 3
 _STDERR_TAIL = 20
 
 
-def write_frame(stream: IO[bytes], obj: object) -> None:
-    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_HEADER.pack(len(data)) + data)
-
-
 def read_frame(stream: IO[bytes]) -> Any:
     """The next object on ``stream``; ``EOFError`` when it closed."""
     head = stream.read(_HEADER.size)
@@ -71,9 +67,10 @@ class _Worker:
     that waits for it.
     """
 
-    def __init__(self, index: int, params: dict[str, Any], secrets: list[str]) -> None:
+    def __init__(self, index: int) -> None:
         self.index = index
-        self.secrets = secrets
+        #: The latest secrets sent, to redact what the worker prints.
+        self.secrets: list[str] = []
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self.ready = threading.Event()
         self.exited = threading.Event()
@@ -92,9 +89,6 @@ class _Worker:
             # Ctrl-C in a terminal reaches the whole process group; the parent decides.
             start_new_session=True,
         )
-        assert self.process.stdin is not None
-        write_frame(self.process.stdin, {"params": params, "secrets": secrets})
-        self.process.stdin.flush()
         for target in (self._read_replies, self._write_calls, self._relay_stderr):
             threading.Thread(target=target, name=f"framekit-worker-{index}", daemon=True).start()
 
@@ -102,9 +96,17 @@ class _Worker:
     def alive(self) -> bool:
         return not self.exited.is_set()
 
-    def submit(self, rid: int, call: dict[str, Any], future: asyncio.Future[Any]) -> None:
+    def submit(
+        self,
+        rid: int,
+        params: dict[str, Any],
+        call: dict[str, Any],
+        secrets: list[str],
+        future: asyncio.Future[Any],
+    ) -> None:
+        self.secrets = secrets
         self.pending[rid] = (future.get_loop(), future)
-        self._outbox.put(pickle.dumps((rid, call), pickle.HIGHEST_PROTOCOL))
+        self._outbox.put(pickle.dumps((rid, params, call, secrets), pickle.HIGHEST_PROTOCOL))
         if self.exited.is_set():  # died after it was picked: the reader's sweep is over
             self._fail_pending()
 
@@ -192,13 +194,11 @@ def _resolve(entry: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]], value
 class WorkerPool:
     """``processes`` worker processes making one judge's calls; shared by all its runs."""
 
-    def __init__(self, processes: int, params: dict[str, Any], secrets: list[str]) -> None:
-        self.params = params
-        self.secrets = secrets
+    def __init__(self, processes: int) -> None:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._restarts_left = MAX_RESTARTS_PER_WORKER * processes
-        self._workers = [_Worker(i, params, secrets) for i in range(processes)]
+        self._workers = [_Worker(i) for i in range(processes)]
 
     async def started(self) -> None:
         """Wait until every worker has imported litellm; :class:`JudgeError` with its
@@ -215,14 +215,15 @@ class WorkerPool:
                     f"judge worker process {w.index} did not start in {START_TIMEOUT_S:g} s"
                 )
 
-    async def call(self, call: dict[str, Any]) -> Any:
-        """Send one call to the least busy worker: a ``RawReply``, or raises ``FaultRaised``."""
+    async def call(self, params: dict[str, Any], call: dict[str, Any], secrets: list[str]) -> Any:
+        """``litellm.acompletion(**params, **call)`` in the least busy worker: a
+        ``RawReply``, or raises ``FaultRaised``."""
         from framekit.engine.faults import FaultRaised
 
         worker = self._pick()
         rid = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        worker.submit(rid, call, future)
+        worker.submit(rid, params, call, secrets, future)
         try:
             kind, payload = await future
         finally:
@@ -239,7 +240,7 @@ class WorkerPool:
             for i, w in enumerate(self._workers):
                 if not w.alive and self._restarts_left > 0:
                     self._restarts_left -= 1
-                    self._workers[i] = _Worker(i, self.params, self.secrets)
+                    self._workers[i] = _Worker(i)
             live = [w for w in self._workers if w.alive]
             if not live:
                 raise JudgeError(self._workers[0].why_exited())
@@ -260,17 +261,6 @@ class WorkerPool:
 # -- the worker process ------------------------------------------------------------------
 
 
-def _read_exactly(fd: int, size: int) -> bytes:
-    """Unbuffered, so nothing after the frame is read ahead of the event loop."""
-    data = b""
-    while len(data) < size:
-        chunk = os.read(fd, size - len(data))
-        if not chunk:
-            raise EOFError
-        data += chunk
-    return data
-
-
 def _serve() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # Frames go out on a private copy of stdout; anything printed (by litellm, say) goes
@@ -278,8 +268,6 @@ def _serve() -> None:
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    first = pickle.loads(_read_exactly(0, _HEADER.unpack(_read_exactly(0, _HEADER.size))[0]))
-    params, secrets = first["params"], first["secrets"]
 
     from framekit._aio import bounded
     from framekit.engine.faults import classify
@@ -291,7 +279,6 @@ def _serve() -> None:
     # scanning it again and again (a full pass over litellm's objects stalls ~0.2 s).
     gc.collect()
     gc.freeze()
-    timeout = float(params.get("timeout") or 60.0)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -303,9 +290,11 @@ def _serve() -> None:
             data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
             transport.write(_HEADER.pack(len(data)) + data)
 
-        async def answer(rid: int, call: dict[str, Any]) -> None:
+        async def answer(
+            rid: int, params: dict[str, Any], call: dict[str, Any], secrets: list[str]
+        ) -> None:
             try:
-                reply = await bounded(call_litellm(params, call), timeout)
+                reply = await bounded(call_litellm(params, call), float(params["timeout"]))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -318,15 +307,15 @@ def _serve() -> None:
         while True:
             try:
                 size = _HEADER.unpack(await reader.readexactly(_HEADER.size))[0]
-                rid, call = pickle.loads(await reader.readexactly(size))
+                frame = pickle.loads(await reader.readexactly(size))
             except asyncio.IncompleteReadError:
                 break
-            task = asyncio.create_task(answer(rid, call))
+            task = asyncio.create_task(answer(*frame))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
         # stdin closed: the parent is done (or gone). Finish what is in flight, briefly.
         if tasks:
-            await asyncio.wait(tasks, timeout=min(timeout, 10.0))
+            await asyncio.wait(tasks, timeout=10.0)
 
     asyncio.run(main())
 
