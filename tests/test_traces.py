@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import glob
+import gzip
 import importlib.util
 import json
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -11,6 +14,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+from polars.testing import assert_frame_equal
 
 sys.path.insert(0, str(Path(__file__).parent))
 import fixtures_traces as fx  # noqa: E402
@@ -112,6 +116,78 @@ def test_tool_with_empty_output_and_llm_spans_are_not_retrieval_steps(tmp_path: 
     steps = load(fx.write_jsonl_nested(tmp_path), level="span")
     assert "a-tool-empty" not in steps["span_id"].to_list()
     assert set(steps["span_kind"]) == {"RETRIEVER", "RERANKER", "TOOL"}
+
+
+# --- gzipped files, globs, directories and lists of paths -------------------------------
+
+
+def gzipped(path: Path, name: str) -> Path:
+    target = path.with_name(name)
+    target.write_bytes(gzip.compress(path.read_bytes()))
+    return target
+
+
+def split_in_two(whole: Path, first: Path, second: Path) -> None:
+    """Alternate lines between two files: every trace of two or more spans is split."""
+    lines = whole.read_text(encoding="utf-8").splitlines(keepends=True)
+    for path, part in ((first, lines[0::2]), (second, lines[1::2])):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = "".join(part).encode()
+        path.write_bytes(gzip.compress(data) if path.suffix == ".gz" else data)
+
+
+@pytest.mark.parametrize(
+    ("write", "name"),
+    [(fx.write_jsonl_nested, "spans.jsonl.gz"), (fx.write_jsonl_nested, "SPANS.NDJSON.GZ"),
+     (fx.write_json_dotted, "spans.json.gz"), (fx.write_json_otlp, "otlp.json.gz")],
+)  # fmt: skip
+def test_gzipped_export_loads_like_the_plain_file(write: Any, name: str, tmp_path: Path) -> None:
+    plain = write(tmp_path)
+    packed = gzipped(plain, name)
+    assert_frame_equal(load(packed), load(plain))
+    assert_frame_equal(load(packed, level="span"), load(plain, level="span"))
+    assert load(packed).to_dicts() == EXPECTED_TRACES
+
+
+@pytest.mark.parametrize(
+    ("parts", "pattern"),
+    [(["a.jsonl", "b.jsonl"], "*.jsonl"), (["a.jsonl", "sub/b.jsonl.gz"], "**/*.jsonl*")],
+)
+def test_glob_over_a_split_export_equals_the_whole_file(
+    tmp_path: Path, parts: list[str], pattern: str
+) -> None:
+    whole = fx.write_jsonl_nested(tmp_path)
+    split_in_two(whole, tmp_path / "parts" / parts[0], tmp_path / "parts" / parts[1])
+    traces = load(str(tmp_path / "parts" / pattern))
+    assert_frame_equal(traces, load(whole))
+    assert traces.to_dicts() == EXPECTED_TRACES  # each split trace assembled once
+    assert_frame_equal(load(tmp_path / "parts" / pattern, level="span"), load(whole, level="span"))
+
+
+def test_list_of_paths_and_directory_read_as_one_export(tmp_path: Path) -> None:
+    whole = fx.write_jsonl_nested(tmp_path)
+    parts = tmp_path / "parts"
+    split_in_two(whole, parts / "a.jsonl", parts / "b.ndjson.gz")
+    (parts / "README.md").write_text("not spans")  # a directory's other files are skipped
+    assert_frame_equal(load([parts / "a.jsonl", str(parts / "b.ndjson.gz")]), load(whole))
+    assert_frame_equal(load(parts), load(whole))
+
+
+def test_glob_result_does_not_depend_on_listing_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two traces starting at the same second: the tie breaks by file, in path order.
+    write_spans(tmp_path / "a.jsonl", [span("root", trace="from-a")])
+    write_spans(tmp_path / "b.jsonl", [span("root", trace="from-b")])
+    listed = glob.glob  # the file system lists in any order: here, b before a
+    monkeypatch.setattr(glob, "glob", lambda *a, **k: sorted(listed(*a, **k), reverse=True))
+    assert load(f"{tmp_path}/*.jsonl")["trace_id"].to_list() == ["from-a", "from-b"]
+
+
+def test_existing_file_with_pattern_characters_is_read_as_named(tmp_path: Path) -> None:
+    path = write_spans(tmp_path / "spans[1].jsonl", [span("root", **{"input.value": "q"})])
+    write_spans(tmp_path / "spans1.jsonl", [span("other", trace="wrong")])  # "[1]" would match it
+    assert load(path)["input"].to_list() == ["q"]
 
 
 # --- small single-trace exports for the individual rules --------------------------------
@@ -333,6 +409,39 @@ def test_unknown_extension_is_refused_with_the_supported_ones(tmp_path: Path) ->
     path.write_text("a,b\n")
     with pytest.raises(TraceFormatError, match=r"spans\.csv: unknown extension '\.csv'.*\.jsonl"):
         load(path)
+
+
+def test_gzipped_parquet_is_refused_with_the_supported_extensions(tmp_path: Path) -> None:
+    path = gzipped(fx.write_parquet_phoenix(tmp_path), "spans.parquet.gz")
+    with pytest.raises(
+        TraceFormatError, match=r"spans\.parquet\.gz: unknown extension '\.parquet\.gz'.*\.jsonl"
+    ):
+        load(path)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not gzip"])
+def test_unreadable_gzip_is_a_format_error_naming_the_file(tmp_path: Path, damage: str) -> None:
+    packed = gzip.compress(fx.write_jsonl_nested(tmp_path).read_bytes())
+    path = tmp_path / "cut.jsonl.gz"
+    path.write_bytes(packed[: len(packed) // 2] if damage == "truncated" else b"plain text")
+    with pytest.raises(TraceFormatError, match=r"cut\.jsonl\.gz: not a readable gzip file"):
+        load(path)
+
+
+@pytest.mark.parametrize("pattern", ["exports/*.jsonl", "exports/**/*.parquet", "x[12].json"])
+def test_glob_matching_nothing_shows_the_pattern(tmp_path: Path, pattern: str) -> None:
+    fx.write_jsonl_nested(tmp_path)  # spans.jsonl: there, but not matched
+    shown = str(tmp_path / pattern)
+    with pytest.raises(TraceFormatError, match=re.escape(shown) + ": no file matches"):
+        load(shown)
+
+
+def test_directory_or_list_without_exports_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("no spans here")
+    with pytest.raises(TraceFormatError, match=re.escape(str(tmp_path)) + ": no span export"):
+        load(tmp_path)
+    with pytest.raises(TraceFormatError, match="list of paths is empty"):
+        load([])
 
 
 def test_missing_file_raises_file_not_found(tmp_path: Path) -> None:

@@ -19,6 +19,15 @@ Files
 ``.jsonl`` / ``.ndjson``
     One span (or one OTLP request, as the OpenTelemetry Collector file exporter writes)
     per line.
+``.json.gz`` / ``.jsonl.gz`` / ``.ndjson.gz``
+    The same, gzipped (decompressed while read). Parquet compresses itself: no ``.gz``.
+
+An export split over several files loads as one (a trace may span files): pass a glob
+(``**`` recurses), a directory (its supported files, not its subdirectories) or a list of
+paths. Files are read in sorted path order (a list: in its own order), so equal start
+times and repeated spans resolve the same way on every machine::
+
+    fk.traces.load("exports/**/*.jsonl.gz")
 
 A pandas or polars DataFrame of spans (Phoenix's ``get_spans_dataframe()``) is accepted too.
 
@@ -76,8 +85,9 @@ The last LLM span
 
 Where each part lives:
 
-- ``_read``: files, frames, JSON / JSONL and OTLP records into spans (``_Span``),
-  attributes flattened to dotted keys; :class:`TraceFormatError`.
+- ``_read``: files (plain or gzipped; globs, directories, lists), frames, JSON / JSONL
+  and OTLP records into spans (``_Span``), attributes flattened to dotted keys;
+  :class:`TraceFormatError`.
 - ``_assemble``: spans grouped into traces, and the trace- and span-level rows.
 - ``_text``: text and chat messages out of JSON ``input.value`` / ``output.value``.
 """
@@ -136,8 +146,10 @@ def load(
     Parameters
     ----------
     source
-        Path to a ``.parquet``, ``.json`` or ``.jsonl`` span export, or a pandas or
-        polars DataFrame with one span per row (Phoenix's ``get_spans_dataframe()``).
+        Path to a ``.parquet``, ``.json`` or ``.jsonl`` span export (JSON ones may be
+        gzipped: ``.jsonl.gz``), a glob, a directory or a list of paths read as one export,
+        or a pandas or polars DataFrame with one span per row (Phoenix's
+        ``get_spans_dataframe()``).
     level
         ``"trace"``: one row per trace with the columns of :data:`TRACE_SCHEMA`
         (``input``, ``output``, ``history``, ``context`` ...). ``"span"``: one row per
@@ -152,7 +164,8 @@ def load(
     Raises
     ------
     TraceFormatError
-        Unknown extension, malformed JSON (with its line), a span without trace or span id.
+        Unknown extension, malformed JSON (with its line), unreadable gzip, a glob matching
+        no file, a span without trace or span id.
 
     Examples
     --------

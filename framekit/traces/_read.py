@@ -6,15 +6,19 @@ dotted keys (see the :mod:`framekit.traces` docstring for the shapes read).
 
 from __future__ import annotations
 
+import glob
+import gzip
+import io
 import json
 import math
 import os
 import re
+import zlib
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import polars as pl
 
@@ -37,6 +41,11 @@ _SKIP = frozenset({"attributes", "events", "links", "resource"})
 _JSON_LEAVES = frozenset({"input.value", "output.value"})
 _STATUS_NAMES = {"0": "UNSET", "1": "OK", "2": "ERROR"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_PARQUET = (".parquet", ".pq")
+_JSON = (".json", ".jsonl", ".ndjson")
+_SUFFIXES = (*_PARQUET, *_JSON, *(f"{s}.gz" for s in _JSON))
+_EXPECTED = ".parquet, .json or .jsonl (.ndjson), the JSON ones optionally gzipped (.gz)"
+_GLOB_MAGIC = re.compile(r"[*?[]")
 # (units per second, smallest plausible value): a 2001+ date in ns is above 1e18, in s 1e9
 _UNITS = ((10**9, 1e17), (10**6, 1e14), (10**3, 1e11), (1, 0.0))
 
@@ -51,7 +60,7 @@ class _Span:
     start: datetime | None
     status: str | None
     attrs: dict[str, Any]  # OpenInference dotted keys -> scalar (or list of scalars)
-    order: int  # position in the file, the tie-breaker everywhere
+    order: int  # position in the export (file by file), the tie-breaker everywhere
 
     @property
     def sort_key(self) -> tuple[bool, datetime, int]:
@@ -67,24 +76,83 @@ def _read(source: Any) -> list[_Span]:
         _check_columns([str(c) for c in source.columns], "DataFrame")
         records = source.to_dict("records")
         return [_span(row, f"row {i}", "DataFrame", i) for i, row in enumerate(records)]
-    path = Path(os.fspath(source)) if not hasattr(source, "read_bytes") else source
+    spans: list[_Span] = []
+    for path in _paths(source):
+        part = _read_file(path)
+        for span in part:  # numbered across files: ties break in file order, then line order
+            span.order += len(spans)
+        spans += part
+    return spans
+
+
+def _paths(source: Any) -> list[Any]:
+    """The files a source names: a list's items, a directory's exports, a glob's matches."""
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise TraceFormatError("no span export given: the list of paths is empty")
+        return [path for item in source for path in _paths(item)]
+    if not isinstance(source, (str, os.PathLike)) and hasattr(source, "read_bytes"):
+        return [source]  # an importlib.resources Traversable: read as is, never globbed
+    pattern = os.fspath(source)
+    path = Path(pattern)
+    if path.is_dir():
+        files = _glob(os.path.join(glob.escape(pattern), "*"))
+        found = [f for f in files if _suffix(f.name) in _SUFFIXES]  # skip READMEs, .crc ...
+        if not found:
+            raise TraceFormatError(f"{pattern}: no span export in this directory ({_EXPECTED})")
+        return found
+    # An existing file is read as named, even when its name holds "[" or "*".
+    if path.exists() or not _GLOB_MAGIC.search(pattern):
+        return [path]
+    if not (found := _glob(pattern)):
+        raise TraceFormatError(f"{pattern}: no file matches this pattern")
+    return found
+
+
+def _glob(pattern: str) -> list[Path]:
+    # Sorted: the listing order of the file system must not change ties or duplicates.
+    return sorted(Path(p) for p in glob.glob(pattern, recursive=True) if os.path.isfile(p))
+
+
+def _suffix(filename: str) -> str:
+    """The extension that decides the format: ``.jsonl``, or ``.jsonl.gz`` when gzipped."""
+    path = Path(filename)
+    if path.suffix.lower() != ".gz":
+        return path.suffix.lower()
+    return Path(path.stem).suffix.lower() + ".gz"
+
+
+def _read_file(path: Any) -> list[_Span]:
+    """The spans of one file (a ``Path`` or a ``Traversable``), numbered from 0."""
     name = str(path)
-    suffix = Path(path.name).suffix.lower()
-    if suffix not in (".parquet", ".pq", ".json", ".jsonl", ".ndjson"):
+    suffix = _suffix(path.name)
+    if suffix not in _SUFFIXES:
+        # Parquet compresses its pages itself: a gzipped one is rare enough to refuse
+        hint = "; gunzip it first" if suffix.removesuffix(".gz") in _PARQUET else ""
         raise TraceFormatError(
-            f"{name}: unknown extension {suffix or '(none)'!r}; "
-            "expected .parquet, .json or .jsonl (.ndjson)"
+            f"{name}: unknown extension {suffix or '(none)'!r}; expected {_EXPECTED}{hint}"
         )
     if not path.is_file():
         raise FileNotFoundError(f"{name}: no such span export")
-    if suffix in (".parquet", ".pq"):
+    if suffix in _PARQUET:
         try:
             frame = pl.read_parquet(path.read_bytes())
         except Exception as exc:  # polars raises several types for a corrupt file
             raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
         return _from_frame(frame, name)
-    text = path.read_bytes().decode("utf-8-sig")
-    records = _jsonl_records(text, name) if suffix != ".json" else _json_records(text, name)
+    with path.open("rb") as raw:
+        if not suffix.endswith(".gz"):
+            return _json_spans(raw, suffix, name)
+        try:  # decompressed while read: the errors of a bad file surface mid-parse
+            return _json_spans(gzip.GzipFile(fileobj=raw), suffix.removesuffix(".gz"), name)
+        except (OSError, EOFError, zlib.error) as exc:  # not gzip, truncated, corrupt, bad CRC
+            raise TraceFormatError(f"{name}: not a readable gzip file ({exc})") from exc
+
+
+def _json_spans(stream: IO[bytes] | gzip.GzipFile, suffix: str, name: str) -> list[_Span]:
+    # newline="": lines split at \n, \r\n or \r as before, the text itself left as written
+    text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
+    records = _json_records(text.read(), name) if suffix == ".json" else _jsonl_records(text, name)
     return [_span(rec, where, name, i) for i, (where, rec) in enumerate(records)]
 
 
@@ -126,8 +194,8 @@ def _json_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]
             yield f"span {i}", span
 
 
-def _jsonl_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
