@@ -219,3 +219,21 @@ def test_a_copied_judge_starts_its_own_workers(sim, pooled, tmp_path):
         assert clone._pool is None and clone.processes == 2
         assert clone.cache_identity() == pooled.cache_identity()
     assert pooled._pool is not None
+
+
+def test_a_worker_that_cannot_start_is_one_clear_error_with_its_stderr(sim, tmp_path, monkeypatch, capsys):
+    # Stands in for a broken environment: the "interpreter" prints a traceback-like line,
+    # the key among it, and exits.
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho 'ImportError: no module named litellm ({API_KEY})' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    judge = sim_judge(sim, processes=2)
+    with pytest.raises(fk.JudgeError) as info:
+        _score(retrieval_frame(3), judge, tmp_path / "cache")
+    message = str(info.value)
+    assert "exited with code 3" in message and "no module named litellm" in message
+    assert API_KEY not in message and API_KEY[-8:] not in message
+    relayed = capsys.readouterr().err
+    assert "no module named litellm (***)" in relayed and API_KEY[-8:] not in relayed
+    assert sim.stats()["total"] == 0

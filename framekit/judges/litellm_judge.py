@@ -179,7 +179,7 @@ class Judge:
             if self._pool is None:
                 from framekit.judges.workers import WorkerPool
 
-                self._pool = WorkerPool(self.processes)
+                self._pool = WorkerPool(self.processes, self.secrets)
                 # Stops the workers when the judge is collected or the interpreter exits.
                 self._stop_pool = weakref.finalize(self, self._pool.close)
             pool = self._pool

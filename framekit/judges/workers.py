@@ -60,17 +60,18 @@ def read_frame(stream: IO[bytes]) -> Any:
 
 
 class _Worker:
-    """One worker process and the two threads that talk to it.
+    """One worker process and the three threads that talk to it (calls out, replies in,
+    its stderr relayed with secrets redacted).
 
     Threads, not the event loop, own the pipes: a judge outlives any one run, and each
     synchronous run has its own event loop. A reply is handed to the loop of the call
     that waits for it.
     """
 
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, secrets: list[str]) -> None:
         self.index = index
         #: The latest secrets sent, to redact what the worker prints.
-        self.secrets: list[str] = []
+        self.secrets = secrets
         self.pending: dict[int, tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]]] = {}
         self.ready = threading.Event()
         self.exited = threading.Event()
@@ -89,8 +90,13 @@ class _Worker:
             # Ctrl-C in a terminal reaches the whole process group; the parent decides.
             start_new_session=True,
         )
-        for target in (self._read_replies, self._write_calls, self._relay_stderr):
-            threading.Thread(target=target, name=f"framekit-worker-{index}", daemon=True).start()
+        threads = [
+            threading.Thread(target=target, name=f"framekit-worker-{index}", daemon=True)
+            for target in (self._read_replies, self._write_calls, self._relay_stderr)
+        ]
+        for thread in threads:
+            thread.start()
+        self._stderr_relay = threads[2]
 
     @property
     def alive(self) -> bool:
@@ -174,6 +180,7 @@ class _Worker:
         self._outbox.put(None)
 
     def why_exited(self) -> str:
+        self._stderr_relay.join(2.0)  # its last words may still be in the pipe
         tail = "\n".join(self.stderr_tail) or "(it printed nothing)"
         return (
             f"judge worker process {self.index} exited with code {self.process.returncode}:\n{tail}"
@@ -194,11 +201,13 @@ def _resolve(entry: tuple[asyncio.AbstractEventLoop, asyncio.Future[Any]], value
 class WorkerPool:
     """``processes`` worker processes making one judge's calls; shared by all its runs."""
 
-    def __init__(self, processes: int) -> None:
+    def __init__(self, processes: int, secrets: list[str]) -> None:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._restarts_left = MAX_RESTARTS_PER_WORKER * processes
-        self._workers = [_Worker(i) for i in range(processes)]
+        # Known before any call: a worker may print before its first one.
+        self._secrets = secrets
+        self._workers = [_Worker(i, secrets) for i in range(processes)]
 
     async def started(self) -> None:
         """Wait until every worker has imported litellm; :class:`JudgeError` with its
@@ -220,6 +229,7 @@ class WorkerPool:
         ``RawReply``, or raises ``FaultRaised``."""
         from framekit.engine.faults import FaultRaised
 
+        self._secrets = secrets
         worker = self._pick()
         rid = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -240,7 +250,7 @@ class WorkerPool:
             for i, w in enumerate(self._workers):
                 if not w.alive and self._restarts_left > 0:
                     self._restarts_left -= 1
-                    self._workers[i] = _Worker(i)
+                    self._workers[i] = _Worker(i, self._secrets)
             live = [w for w in self._workers if w.alive]
             if not live:
                 raise JudgeError(self._workers[0].why_exited())
