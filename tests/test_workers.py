@@ -237,3 +237,8 @@ def test_a_worker_that_cannot_start_is_one_clear_error_with_its_stderr(sim, tmp_
     relayed = capsys.readouterr().err
     assert "no module named litellm (***)" in relayed and API_KEY[-8:] not in relayed
     assert sim.stats()["total"] == 0
+    # Once the environment is mended, the same judge starts fresh workers.
+    monkeypatch.undo()
+    with judge:
+        out = _score(retrieval_frame(3), judge, tmp_path / "cache")
+    assert out["retrieval_relevance_score"].null_count() == 0

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from framekit._errors import InputError
+from framekit._errors import InputError, JudgeError
 from framekit.judges import _litellm
 from framekit.judges.base import ChatRequest
 from framekit.judges.structured import build_call_kwargs
@@ -183,7 +183,11 @@ class Judge:
                 # Stops the workers when the judge is collected or the interpreter exits.
                 self._stop_pool = weakref.finalize(self, self._pool.close)
             pool = self._pool
-        await pool.started()
+        try:
+            await pool.started()
+        except JudgeError:
+            self.close()  # the next run tries afresh (after the environment is mended)
+            raise
 
     def __getstate__(self) -> dict[str, Any]:
         # A copy (pickle, copy.deepcopy) starts its own workers when it first runs.
