@@ -118,7 +118,7 @@ def test_a_killed_worker_is_replaced_and_its_calls_retried(sim, pooled, tmp_path
     out = _score(retrieval_frame(40), pooled, tmp_path)
     killer.join()
     assert out["retrieval_relevance_score"].null_count() == 0
-    assert victim.poll() == -signal.SIGKILL
+    assert victim.wait(10) == -signal.SIGKILL
     assert fk.last_run().retries >= 1, "the killed worker's calls in flight were sent again"
     assert pooled._pool._workers[0].process.pid != victim.pid  # type: ignore[union-attr]
 
