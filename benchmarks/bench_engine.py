@@ -4,7 +4,8 @@ Figures (issue 2):
 - latency-bound: 2,000 rows, 200 ms latency, concurrency 64; limit 64 / 0.2 = 320 rows/s;
   with the calls in this process and in 2, 3 and 8 worker processes
   (``Judge(processes=N)``; 8 also with sends paced at 400/s), and bare aiohttp against the
-  same simulator as the ceiling.
+  same simulator as the ceiling; and one call at a time, bare aiohttp vs litellm, for
+  litellm's share of each call's critical path.
 - rate-bound: simulator capped at 3,000 RPM, judge told 3,000 RPM; limit 50 rows/s.
 - cached re-run: 100,000 distinct rows answered from the cache.
 - ``import framekit`` time in a fresh interpreter.
@@ -102,6 +103,57 @@ def latency_bound(rows: int, processes: int, rpm: float | None = None) -> dict[s
             "implied_round_trip_ms": implied_round_trip_ms(rows, elapsed),
             "failed": int(out["retrieval_relevance_error"].is_not_null().sum()),
         }
+
+
+def one_call_at_a_time(calls: int) -> dict[str, object]:
+    """Round trips one call at a time (nothing else running), bare aiohttp vs litellm as
+    the judge calls it: the difference is litellm's share of every call's critical path,
+    which no number of worker processes can hide."""
+    import asyncio
+
+    import aiohttp
+
+    from framekit.judges import _litellm
+    from framekit.judges.base import ChatRequest
+    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.structured import build_call_kwargs
+
+    _litellm.litellm()
+    # The shape of a judge call: messages and a JSON-schema answer format.
+    schema = {
+        "type": "object",
+        "properties": {"explanation": {"type": "string"}, "label": {"type": "string"}},
+        "required": ["explanation", "label"],
+    }
+    messages = [{"role": "user", "content": "Is item 1 relevant? @sim(label=relevant)"}]
+    call = build_call_kwargs(ChatRequest(messages, "verdict", schema), messages, "json_schema")
+
+    async def drive(api_base: str) -> tuple[float, float]:
+        body = {"model": "sim", **call}
+        bare: list[float] = []
+        async with aiohttp.ClientSession() as session:
+            for _ in range(calls + 5):
+                sent = time.perf_counter()
+                async with session.post(api_base + "/chat/completions", json=body) as reply:
+                    await reply.json()
+                bare.append(time.perf_counter() - sent)
+        params = {"model": MODEL, "api_base": api_base, "api_key": "sk-bench", "num_retries": 0}
+        through: list[float] = []
+        for _ in range(calls + 5):
+            sent = time.perf_counter()
+            await call_litellm(params, call)
+            through.append(time.perf_counter() - sent)
+        # The first calls open connections and warm caches.
+        return sum(bare[5:]) / calls, sum(through[5:]) / calls
+
+    with JudgeSimulator.subprocess(SimulatorConfig(latency=0.2)) as sim:
+        bare, through = asyncio.run(drive(sim.api_base))
+    return {
+        "calls": calls,
+        "bare_aiohttp_round_trip_ms": round(bare * 1000, 2),
+        "litellm_round_trip_ms": round(through * 1000, 2),
+        "litellm_adds_ms": round((through - bare) * 1000, 2),
+    }
 
 
 def bare_client_ceiling(rows: int) -> dict[str, object]:
@@ -245,6 +297,7 @@ def main() -> None:
             "latency_bound_processes_8": latency_bound(latency_rows, processes=8),
             "latency_bound_processes_8_paced": latency_bound(latency_rows, processes=8, rpm=24_000),
             "latency_bound_bare_aiohttp": bare_client_ceiling(latency_rows),
+            "one_call_at_a_time": one_call_at_a_time(100),
         },
         "rate": lambda: {"rate_bound": rate_bound(300 if q else 2000)},
         "cached": lambda: {"cached_rerun": cached_rerun(10_000 if q else 100_000)},
