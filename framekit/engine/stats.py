@@ -41,6 +41,10 @@ class RunStats:
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
         )
+        return self.with_hints(line)
+
+    def with_hints(self, line: str) -> str:
+        """``line``, then one ``framekit: hint:`` line per hint."""
         return "\n".join([line, *(f"framekit: hint: {hint}" for hint in self.hints)])
 
     def as_dict(self) -> dict[str, Any]:

@@ -43,7 +43,7 @@ class ParquetRun:
             f"({self.slices} slices{resumed}); {self.stats.requests_sent} requests sent, "
             f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
         )
-        return "\n".join([line, *(f"framekit: hint: {hint}" for hint in self.stats.hints)])
+        return self.stats.with_hints(line)
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
