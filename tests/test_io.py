@@ -375,3 +375,14 @@ def test_slices_follow_row_groups_merging_small_and_splitting_large():
     # A row group too big in bytes is split even when its row count is modest.
     assert len(io.plan_slices([(50_000, 3 * io.MAX_SLICE_BYTES)])) == 3
     assert io.plan_slices([], slice_rows=10) == []
+
+
+def test_a_hint_repeated_by_every_slice_is_said_once():
+    from framekit.engine.stats import RunStats
+    from framekit.io._run import ParquetRun, _add_stats
+
+    run = ParquetRun(rows=4, slices=2, destination="out.parquet")
+    for _ in range(2):
+        _add_stats(run.stats, RunStats(requests_sent=2, hints=["use worker processes"]))
+    assert run.stats.requests_sent == 4
+    assert run.summary().count("framekit: hint: use worker processes") == 1
