@@ -381,7 +381,7 @@ def test_a_hint_repeated_by_every_slice_is_said_once():
     from framekit.engine.stats import RunStats
     from framekit.io._run import ParquetRun, _add_stats
 
-    run = ParquetRun(rows=4, slices=2, destination="out.parquet")
+    run = ParquetRun(rows=4, slices=2, destination=Path("out.parquet"))
     for _ in range(2):
         _add_stats(run.stats, RunStats(requests_sent=2, hints=["use worker processes"]))
     assert run.stats.requests_sent == 4
