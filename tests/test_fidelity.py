@@ -423,3 +423,20 @@ def test_phoenix_choices_with_descriptions_and_positional_order():
     assert label["description"] == "relevant: holds an answer; unrelated: holds none"
     with pytest.raises(fk.InputError, match="map each label to a score"):
         ClassificationEvaluator("r", PHOENIX_TEMPLATE, ["relevant", "unrelated"])
+
+
+def test_fiddler_column_names_stream_through_evaluate_parquet(judge_simulator, tmp_path):
+    source, destination = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    pl.DataFrame(
+        {
+            "id": [1, 2],
+            "user_query": ["Capital of France? @sim(label=high)", "Capital of Peru?"],
+            "retrieved_documents": [["Paris is the capital."], []],
+        },
+        schema={"id": pl.Int64, "user_query": pl.String, "retrieved_documents": pl.List(pl.String)},
+    ).write_parquet(source)
+    fk.evaluate_parquet(source, destination, [ContextRelevance()], judge=sim_judge(judge_simulator), cache=False, progress=False)
+    out = pl.read_parquet(destination)
+    assert out["context_relevance_label"].to_list() == ["high", "low"]
+    assert out["context_relevance_explanation"][1] == "no documents were retrieved"
+    assert judge_simulator.stats()["chat"] == 1

@@ -47,14 +47,15 @@ def canonical_fields(fields: Mapping[str, Any], owner: str = "score") -> dict[st
     {'input': 'q', 'context': ['d']}
     """
     out: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
     for key, value in fields.items():
         canonical = FIELD_ALIASES.get(key, key)
         if canonical in out:
             raise InputError(
-                f"{owner}: field {canonical!r} is given twice (as {canonical!r} and as its "
-                f"alias {key if key != canonical else '?'!r}); give it once"
+                f"{owner}: field {canonical!r} is given twice, as {given_as[canonical]!r} "
+                f"and as {key!r}; give it once"
             )
-        out[canonical] = value
+        out[canonical], given_as[canonical] = value, key
     return out
 
 

@@ -322,10 +322,11 @@ def _field_of(placeholder: str) -> str:
 
 def _read_choices(name: str, choices: Any) -> tuple[dict[str, float], dict[str, str]]:
     """Label -> score, and label -> description when Phoenix's tuple form gives one."""
-    if isinstance(choices, Sequence) and not isinstance(choices, str):
+    if isinstance(choices, Sequence) and not isinstance(choices, str) and choices:
+        # Phoenix accepts bare labels (no scores); framekit's columns need a score.
         raise InputError(
-            f"{name}: choices must map each label to a score in [0, 1] "
-            f"(e.g. {{{choices[0]!r}: 1.0, ...}})" if choices else f"{name}: choices is empty"
+            f"{name}: choices must map each label to a score in [0, 1], "
+            f"e.g. {{{choices[0]!r}: 1.0, ...}}"
         )
     if not isinstance(choices, Mapping) or not choices:
         raise InputError(f"{name}: choices must map at least one label to a score")
