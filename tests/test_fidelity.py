@@ -138,6 +138,7 @@ def test_default_prompt_asks_the_source_question(name):
     prompt = rendered(ev, fields)
     missing = [p for p in phrases if " ".join(p.split()) not in prompt]
     assert not missing, f"{name} prompt lacks {missing} (source: {source})"
+    assert f"template: {name} v1" in ev.describe() and "asks: " in ev.describe()
     # v0 is a different question, kept only for reproducing earlier runs.
     assert rendered(FACTORIES[name](version="v0"), fields) != prompt
 

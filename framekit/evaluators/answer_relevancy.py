@@ -327,6 +327,7 @@ class AnswerRelevancy(Evaluator):
             super().describe()
             + f"\n  embeddings: {self.embedding_name()}"
             + f"\n  template: {self.template_name} {self.version}"
+            + f"\n  asks: {self.spec.description}"
         )
 
 

@@ -184,7 +184,12 @@ class RubricEvaluator(Evaluator):
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
 
     def describe(self) -> str:
-        return super().describe() + f"\n  template: {self.template_name or 'custom'} {self.version}"
+        asks = f"\n  asks: {self.spec.description}" if self.spec.description else ""
+        return (
+            super().describe()
+            + f"\n  template: {self.template_name or 'custom'} {self.version}"
+            + asks
+        )
 
 
 class ClassificationEvaluator(RubricEvaluator):
