@@ -15,7 +15,7 @@ import polars as pl
 
 from framekit._errors import InputError, MappingError
 from framekit._frames import clean_text
-from framekit.evaluators.base import FIELD_ALIASES, FIELDS, canonical_fields
+from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, FIELDS, canonical_fields
 from framekit.judges.structured import one_line
 
 MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
@@ -44,7 +44,8 @@ def resolve_mapping(
     if mapping is None:
         mapping = {f: f for f in FIELDS if f in frame.columns}
         # Columns named as other projects name the fields (user_query, ...) fill the rest.
-        for alias, canonical in FIELD_ALIASES.items():
+        for alias in COLUMN_ALIASES:
+            canonical = FIELD_ALIASES[alias]
             if canonical not in mapping and alias in frame.columns:
                 mapping[canonical] = alias
     elif not isinstance(mapping, Mapping):

@@ -358,6 +358,10 @@ def test_fiddler_field_names_work_in_score_and_in_a_mapping(judge_simulator):
     named = df.rename({"q": "user_query", "docs": "retrieved_documents"})
     again = fk.evaluate_dataframe(named, [ev], cache=False, progress=False)
     assert again["context_relevance_label"].to_list() == ["high"]
+    # "reference" often names a gold answer: only an explicit mapping reads it as context.
+    gold = pl.DataFrame({"input": ["Capital of France?"], "reference": ["Paris"]})
+    with pytest.raises(fk.MappingError, match="needs field 'context'"):
+        fk.evaluate_dataframe(gold, [ev], cache=False, progress=False)
     with pytest.raises(fk.MappingError, match="given twice"):
         fk.evaluate_dataframe(df, [ev], {"input": "q", "user_query": "q", "context": "docs"}, cache=False, progress=False)
 
@@ -396,7 +400,7 @@ def test_a_copied_phoenix_template_runs_with_its_own_rubric(judge_simulator):
     )
     assert ev.required_fields == ("input", "context")
     df = pl.DataFrame({"input": ["Capital of France? @sim(label=relevant)"], "reference": ["Paris is the capital."]})
-    out = fk.evaluate_dataframe(df, [ev], cache=False, progress=False)
+    out = fk.evaluate_dataframe(df, [ev], {"input": "input", "reference": "reference"}, cache=False, progress=False)
     assert (out["relevance_label"][0], out["relevance_score"][0]) == ("relevant", 1.0)
     system, user = judge_simulator.requests[0]["messages"]
     # The template is the instruction; the system message adds only the data rule.

@@ -37,6 +37,10 @@ FIELD_ALIASES = {
     "reference": "context",
 }
 
+#: Aliases unambiguous enough to pick a column by its name when no mapping is given.
+#: ("reference" often names a gold answer, and "query" a search string: map those.)
+COLUMN_ALIASES = ("user_query", "retrieved_documents")
+
 
 def canonical_fields(fields: Mapping[str, Any], owner: str = "score") -> dict[str, Any]:
     """``fields`` with alias names (:data:`FIELD_ALIASES`) renamed to canonical ones.

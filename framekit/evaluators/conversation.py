@@ -99,11 +99,9 @@ class ConversationEvaluator(RubricEvaluator):
         user = _prompt.render(template, texts)
         if "history" in texts and "{history}" not in template:
             user = _prompt.render(self.history_template, texts) + "\n\n" + user
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return ChatRequest(
-            messages=[
-                {"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": user},
-            ],
+            messages=[*system, {"role": "user", "content": user}],
             schema_name=self.name,
             schema=self.answer_schema(),
             label_field="label",

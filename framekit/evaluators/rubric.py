@@ -96,6 +96,7 @@ class RubricEvaluator(Evaluator):
         self.explanation_description = str(
             self.spec.extra.get("explanation_description", BRIEF_REASONING)
         )
+        self.label_descriptions: dict[str, str] | None = None
 
     # -- prompt -----------------------------------------------------------------------
     def field_texts(self, record: Mapping[str, Any]) -> dict[str, str]:
