@@ -184,6 +184,8 @@ def plan_requests(
             for record, weight in zip(records, weights):
                 try:
                     prepared = ev.prepare(record)
+                    if ev.known_verdict(prepared) is not None:
+                        continue  # scored without a judge: no request, nothing to embed
                     if isinstance(j, Judge):
                         request = ev.build_request(prepared)
                     else:

@@ -125,11 +125,23 @@ async def run_jobs(
         rows: list[dict[str, Any] | None] = []
         for i, raw in enumerate(job.records):
             try:
-                rows.append(job.evaluator.prepare(raw))
+                ready = job.evaluator.prepare(raw)
             except RecordError as exc:
                 rows.append(None)
                 job.results[i].error = str(exc)
                 report(job.weights[i], "failed")
+                continue
+            known = job.evaluator.known_verdict(ready)
+            if known is None:
+                rows.append(ready)
+                continue
+            # Scored without a judge (an empty retrieval): nothing to send or cache.
+            rows.append(None)
+            settled = job.results[i]
+            _apply(settled, known)
+            settled.tokens, settled.cost_usd, settled.cached = 0, 0.0, False
+            settled.latency_s, settled.reported = 0.0, True
+            report(job.weights[i], "done")
         prepared.append(rows)
 
     answers = await _chat_stage(jobs, prepared, cache, stats, report)
