@@ -17,21 +17,21 @@ import itertools
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from framekit import _stats
+from framekit import _result_columns as result_columns
 from framekit._errors import InputError
-from framekit._frames import to_polars
 from framekit._score import Direction
+from framekit.analysis import _stats
+from framekit.analysis._inputs import FrameLike
+from framekit.analysis._inputs import resolve_columns as _resolve_columns
+from framekit.analysis._inputs import resolve_evaluators as _resolve_evaluators
+from framekit.analysis._inputs import score as _score
+from framekit.analysis._inputs import to_polars as _to_polars
 
-if TYPE_CHECKING:
-    pass
-
-#: A polars DataFrame or LazyFrame, a pandas DataFrame, a pyarrow Table or a DuckDB relation.
-FrameLike: TypeAlias = Any
 Test = Literal["bootstrap", "wilcoxon", "t"]
 
 _LABEL_COUNTS = pl.List(pl.Struct({"label": pl.String, "count": pl.Int64}))
@@ -43,11 +43,6 @@ _TEST_NAMES: dict[str, tuple[str, str]] = {  # test -> (paired name, unpaired na
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def _to_polars(frame: FrameLike) -> pl.DataFrame:
-    """Any supported frame as a polars DataFrame (LazyFrames are collected)."""
-    return to_polars(frame).frame
 
 
 def evaluator_names(scored: FrameLike) -> list[str]:
@@ -66,40 +61,7 @@ def evaluator_names(scored: FrameLike) -> list[str]:
         if isinstance(scored, pl.LazyFrame)
         else _to_polars(scored).columns
     )
-    present = set(columns)
-    return [
-        c.removesuffix("_score")
-        for c in columns
-        if c.endswith("_score") and f"{c.removesuffix('_score')}_error" in present
-    ]
-
-
-def _resolve_evaluators(frame: pl.DataFrame, evaluators: str | Sequence[str] | None) -> list[str]:
-    found = evaluator_names(frame)
-    if evaluators is None:
-        if not found:
-            raise InputError(
-                "no evaluator results found: expected <name>_score and <name>_error columns; "
-                f"columns are {frame.columns}"
-            )
-        return found
-    wanted = [evaluators] if isinstance(evaluators, str) else list(evaluators)
-    missing = [name for name in wanted if name not in found]
-    if missing:
-        raise InputError(f"no results for evaluator(s) {missing}; the frame has {found}")
-    return wanted
-
-
-def _resolve_columns(
-    frame: pl.DataFrame, columns: str | Sequence[str] | None, what: str
-) -> list[str]:
-    names = [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
-    missing = [c for c in names if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{what} column(s) {missing} not in the frame; columns are {frame.columns}"
-        )
-    return names
+    return result_columns.evaluator_names(columns)
 
 
 def _check_options(confidence: float, n_resamples: int, seed: int) -> float:
@@ -115,11 +77,6 @@ def _check_options(confidence: float, n_resamples: int, seed: int) -> float:
 def _rng(seed: int, *key: object) -> np.random.Generator:
     """A generator for one cell, independent of which other cells exist."""
     return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-
-
-def _score(name: str) -> pl.Expr:
-    # NaN is treated like null: neither is a score.
-    return pl.col(f"{name}_score").cast(pl.Float64).fill_nan(None)
 
 
 def _num(value: float | None) -> float | None:
@@ -598,14 +555,10 @@ def describe_comparison(comparison: pl.DataFrame, *, confidence: float = 0.95) -
     return "\n".join(lines)
 
 
-# The HTML writer lives in its own module; imported last because it builds on the above.
-from framekit._html import write_html_report  # noqa: E402
-
 __all__ = [
     "compare",
     "describe_comparison",
     "evaluator_names",
     "failures",
     "summarize",
-    "write_html_report",
 ]
