@@ -17,6 +17,7 @@ import itertools
 import math
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import astuple, dataclass, fields
 from typing import Any, Literal
 
 import numpy as np
@@ -316,52 +317,99 @@ def _pairs(groups: list[Any], baseline: Any) -> list[tuple[Any, Any]]:
     return [(baseline, g) for g in groups if g != baseline]
 
 
-_COMPARE_COLUMNS = (
-    "evaluator", "group_a", "group_b",
-    "n_a", "mean_a", "ci_low_a", "ci_high_a", "n_b", "mean_b", "ci_low_b", "ci_high_b",
-    "n_pairs", "dropped_pairs", "unmatched", "diff", "diff_ci_low", "diff_ci_high",
-    "test", "p_value", "p_adjusted", "winner",
-)  # fmt: skip
+@dataclass
+class ComparisonRow:
+    """One row of :func:`compare`: one evaluator, one pair of groups. Its fields, in
+    order, are the columns of the result; their types give the column dtypes."""
+
+    evaluator: str
+    group_a: Any  # the dtype of the group column
+    group_b: Any
+    n_a: int
+    mean_a: float | None
+    ci_low_a: float | None
+    ci_high_a: float | None
+    n_b: int
+    mean_b: float | None
+    ci_low_b: float | None
+    ci_high_b: float | None
+    n_pairs: int | None  # null when unpaired
+    dropped_pairs: int | None
+    unmatched: int | None
+    diff: float | None
+    diff_ci_low: float | None
+    diff_ci_high: float | None
+    test: str
+    p_value: float | None
+    p_adjusted: float | None = None
+    winner: Any = None
+
+    @classmethod
+    def schema(cls, group_type: pl.DataType) -> dict[str, Any]:
+        """Column -> dtype of a comparison whose groups have ``group_type``."""
+        dtypes = {"str": pl.String, "int": pl.Int64, "float": pl.Float64, "Any": group_type}
+        return {f.name: dtypes[str(f.type).split(" ")[0]] for f in fields(cls)}
 
 
-def _compare_pair(
-    parts: dict[Any, pl.DataFrame],
-    values: dict[Any, np.ndarray],
-    cis: dict[Any, tuple[float, float]],
-    name: str,
-    pair: tuple[Any, Any],
-    keys: list[str],
-    test: Test,
-    alpha: float,
-    n_resamples: int,
-    seed: int,
-) -> tuple[dict[str, Any], _stats.TestResult]:
-    """One output row (all but ``p_adjusted`` and ``winner``) and its test result."""
-    a, b = pair
-    row: dict[str, Any] = {"evaluator": name, "group_a": a, "group_b": b}
-    for side, g in (("a", a), ("b", b)):
-        row[f"n_{side}"] = values[g].size
-        row[f"mean_{side}"] = float(values[g].mean()) if values[g].size else None
-        row[f"ci_low_{side}"], row[f"ci_high_{side}"] = map(_num, cis[g])
-    rng = _rng(seed, name, "diff", a, b)
-    if keys:
-        left = parts[a].select(*keys, _score(name).alias("__a"))
-        right = parts[b].select(*keys, _score(name).alias("__b"))
-        joined = left.join(right, on=keys, how="inner")  # null keys never pair
-        valid = joined.drop_nulls(["__a", "__b"])
-        row["n_pairs"] = valid.height
-        row["dropped_pairs"] = joined.height - valid.height
-        row["unmatched"] = left.height + right.height - 2 * joined.height
-        xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
-    else:
-        row["n_pairs"] = row["dropped_pairs"] = row["unmatched"] = None
-        xa, xb = values[a], values[b]
-    result = _pair_test(xa, xb, bool(keys), test, alpha, n_resamples, rng)
-    row["diff"] = _num(result.estimate)
-    row["diff_ci_low"], row["diff_ci_high"] = _num(result.ci_low), _num(result.ci_high)
-    row["test"] = _TEST_NAMES[test][0 if keys else 1]
-    row["p_value"] = _num(result.pvalue)
-    return row, result
+@dataclass(frozen=True)
+class _Comparison:
+    """What every pair of one ``compare`` call shares: the groups' rows and the options."""
+
+    parts: dict[Any, pl.DataFrame]
+    keys: list[str]
+    test: Test
+    alpha: float
+    n_resamples: int
+    seed: int
+
+    def pair(
+        self,
+        name: str,
+        values: dict[Any, np.ndarray],
+        cis: dict[Any, tuple[float, float]],
+        a: Any,
+        b: Any,
+    ) -> tuple[ComparisonRow, _stats.TestResult]:
+        """Row ``b - a`` of evaluator ``name`` (without ``p_adjusted`` and ``winner``)."""
+        rng = _rng(self.seed, name, "diff", a, b)
+        pairs: tuple[int | None, int | None, int | None] = (None, None, None)
+        if self.keys:
+            left = self.parts[a].select(*self.keys, _score(name).alias("__a"))
+            right = self.parts[b].select(*self.keys, _score(name).alias("__b"))
+            joined = left.join(right, on=self.keys, how="inner")  # null keys never pair
+            valid = joined.drop_nulls(["__a", "__b"])
+            lone = left.height + right.height - 2 * joined.height
+            pairs = (valid.height, joined.height - valid.height, lone)
+            xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
+        else:
+            xa, xb = values[a], values[b]
+        result = _pair_test(
+            xa, xb, bool(self.keys), self.test, self.alpha, self.n_resamples, rng
+        )
+        n_pairs, dropped, unmatched = pairs
+        mean_a, mean_b = (float(values[g].mean()) if values[g].size else None for g in (a, b))
+        row = ComparisonRow(
+            evaluator=name,
+            group_a=a,
+            group_b=b,
+            n_a=values[a].size,
+            mean_a=mean_a,
+            ci_low_a=_num(cis[a][0]),
+            ci_high_a=_num(cis[a][1]),
+            n_b=values[b].size,
+            mean_b=mean_b,
+            ci_low_b=_num(cis[b][0]),
+            ci_high_b=_num(cis[b][1]),
+            n_pairs=n_pairs,
+            dropped_pairs=dropped,
+            unmatched=unmatched,
+            diff=_num(result.estimate),
+            diff_ci_low=_num(result.ci_low),
+            diff_ci_high=_num(result.ci_high),
+            test=_TEST_NAMES[self.test][0 if self.keys else 1],
+            p_value=_num(result.pvalue),
+        )
+        return row, result
 
 
 def compare(
@@ -473,7 +521,8 @@ def compare(
                     f" appears more than once in group {g!r}"
                 )
 
-    rows: list[dict[str, Any]] = []
+    comparison = _Comparison(parts, keys, test, alpha, n_resamples, seed)
+    rows: list[ComparisonRow] = []
     for name in names:
         sign = 1.0 if _direction_of(direction, name) == "maximize" else -1.0
         values = {
@@ -486,25 +535,16 @@ def compare(
             )
             for g, x in values.items()
         }
-        results = [
-            _compare_pair(parts, values, cis, name, pair, keys, test, alpha, n_resamples, seed)
-            for pair in pairs
-        ]
+        results = [comparison.pair(name, values, cis, a, b) for a, b in pairs]
         adjusted = _stats.holm([r.pvalue for _, r in results])
         for (row, result), p_adj in zip(results, adjusted, strict=True):
-            row["p_adjusted"] = _num(p_adj)
-            better = None
+            row.p_adjusted = _num(p_adj)
             if p_adj < alpha and result.estimate != 0:
-                better = row["group_b"] if sign * result.estimate > 0 else row["group_a"]
-            row["winner"] = better
+                row.winner = row.group_b if sign * result.estimate > 0 else row.group_a
             rows.append(row)
 
-    group_type = frame.schema[by]
-    schema: dict[str, Any] = {c: pl.Float64 for c in _COMPARE_COLUMNS}
-    schema.update({c: pl.Int64 for c in ("n_a", "n_b", "n_pairs", "dropped_pairs", "unmatched")})
-    schema.update(evaluator=pl.String, test=pl.String)
-    schema.update(group_a=group_type, group_b=group_type, winner=group_type)
-    return pl.DataFrame(rows, schema=schema)
+    schema = ComparisonRow.schema(frame.schema[by])
+    return pl.DataFrame([astuple(row) for row in rows], schema=schema, orient="row")
 
 
 def _signed(x: float | None) -> str:
