@@ -59,10 +59,12 @@ class RubricEvaluator(Evaluator):
         include_inputs: bool = True,
         version: str = "v0",
         include_explanation: bool = True,
+        spec: TemplateSpec | None = None,
     ) -> None:
         super().__init__(name=name, threshold=threshold, judge=judge)
         self.version = version
-        self.spec: TemplateSpec = load_template(self.template_name, version)
+        # A built-in rubric reads its template file; a custom one brings its own spec.
+        self.spec: TemplateSpec = spec or load_template(self.template_name, version)
         self.choices: dict[str, float] = dict(self.spec.choices)
         self.system_prompt: str = self.spec.system if system_prompt is None else system_prompt
         self.prompt_template: str = self.spec.user
@@ -186,7 +188,6 @@ class ClassificationEvaluator(RubricEvaluator):
         threshold: float | None = None,
         system_prompt: str | None = None,
     ) -> None:
-        Evaluator.__init__(self, name=name, threshold=threshold, judge=judge)
         if not choices:
             raise InputError(f"{name}: choices must map at least one label to a score")
         bad = {k: v for k, v in choices.items() if not 0.0 <= float(v) <= 1.0}
@@ -203,14 +204,26 @@ class ClassificationEvaluator(RubricEvaluator):
             )
         if not fields:
             raise InputError(f"{name}: the template has no {{field}} placeholder")
+        spec = TemplateSpec(
+            name=name,
+            version="custom",
+            description="",
+            system=GENERIC_SYSTEM,
+            user=prompt_template,
+            choices={str(k): float(v) for k, v in choices.items()},
+            extra={},
+        )
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            judge=judge,
+            system_prompt=system_prompt,
+            version="custom",
+            include_explanation=include_explanation,
+            spec=spec,
+        )
         self.required_fields = fields  # type: ignore[misc]
         self.direction = direction
-        self.version = "custom"
-        self.choices = {str(k): float(v) for k, v in choices.items()}
-        self.system_prompt = GENERIC_SYSTEM if system_prompt is None else system_prompt
-        self.prompt_template = prompt_template
-        self.include_inputs = True
-        self.include_explanation = include_explanation
 
     def cache_namespace(self) -> str:
         return f"custom:{self.name}"
