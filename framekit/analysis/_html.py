@@ -149,7 +149,7 @@ def write_html_report(
 
         sections.append(_png_tag(plot.distributions(frame, names, by), "score distributions"))
         if summary_by is not None and by is not None:
-            sections.append(_png_tag(plot._means_figure(summary_by, by), f"mean score by {by}"))
+            sections.append(_png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}"))
     except ModuleNotFoundError as exc:
         warnings.warn(f"HTML report written without charts: {exc}", stacklevel=2)
         sections.append(f"<p>{html.escape(str(exc))}</p>")

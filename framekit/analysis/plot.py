@@ -115,7 +115,7 @@ def distributions(
     return fig
 
 
-def _means_figure(summary: pl.DataFrame, by: str | None) -> Figure:
+def means_from_summary(summary: pl.DataFrame, by: str | None) -> Figure:
     """Grouped bars of ``mean`` with ``[ci_low, ci_high]`` error bars from ``summarize``."""
     names = summary.get_column("evaluator").unique(maintain_order=True).to_list()
     groups = summary.get_column(by).unique(maintain_order=True).to_list() if by else [None]
@@ -192,7 +192,7 @@ def means(
         n_resamples=n_resamples,
         seed=seed,
     )
-    return _means_figure(summary, by)
+    return means_from_summary(summary, by)
 
 
 def save(fig: Figure, path: str | Path, *, dpi: int = 100) -> Path:
