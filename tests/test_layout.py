@@ -120,9 +120,12 @@ def test_a_judge_of_the_wrong_type_is_an_input_error() -> None:
     assert isinstance(caught.value, TypeError)  # what it raised before, still caught
 
 
-def test_a_bad_trace_level_is_an_input_error(tmp_path: Path) -> None:
+def test_a_bad_trace_level_or_a_missing_export_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="level must be"):
         fk.traces.load(tmp_path, level="turn")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="no such span export") as caught:
+        fk.traces.load(tmp_path / "nope.jsonl")
+    assert isinstance(caught.value, FileNotFoundError)  # what it raised before
 
 
 def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None:
