@@ -40,14 +40,14 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
-_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "analysis"}
+_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
 # Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
 _MOVED = {"report": "framekit.analysis.report"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
-    from framekit import analysis, data, evaluators, io, plot, testing, traces
+    from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         FramekitError,
         InputError,
