@@ -39,13 +39,13 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import calibrate_local_judge as calibration_script  # noqa: E402
 
-from framekit.judges.embedder import LocalEmbedder  # noqa: E402
-from framekit.judges.local_methods import load_calibration  # noqa: E402
+from framekit.judges.local.embedder import LocalEmbedder  # noqa: E402
+from framekit.judges.local.methods import load_calibration  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "benchmarks" / "results" / "local_judge.json"
 _LOAD_SNIPPET = (
     "import time; t = time.perf_counter(); "
-    "from framekit.judges.embedder import LocalEmbedder; LocalEmbedder(); "
+    "from framekit.judges.local.embedder import LocalEmbedder; LocalEmbedder(); "
     "print(time.perf_counter() - t)"
 )
 

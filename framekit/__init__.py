@@ -28,9 +28,9 @@ _EXPORTS = {
     "Score": "framekit._score",
     "RunStats": "framekit.engine.stats",
     "last_run": "framekit.engine.stats",
-    "summarize": "framekit.report",
-    "compare": "framekit.report",
-    "write_html_report": "framekit.report",
+    "summarize": "framekit.analysis",
+    "compare": "framekit.analysis",
+    "write_html_report": "framekit.analysis",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -41,11 +41,13 @@ _EXPORTS = {
     "RunInterrupted": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
+# Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
+_MOVED = {"report": "framekit.analysis.report"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
-    from framekit import data, evaluators, io, plot, report, testing, traces
+    from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         FramekitError,
         InputError,
@@ -57,13 +59,13 @@ if TYPE_CHECKING:
         RunInterrupted,
     )
     from framekit._score import Score
+    from framekit.analysis import compare, report, summarize, write_html_report
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe
     from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.litellm_judge import Judge
     from framekit.judges.local import LocalJudge
-    from framekit.report import compare, summarize, write_html_report
 
 
 def __getattr__(name: str) -> Any:
@@ -72,7 +74,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        module = import_module(f"framekit.{name}")
+        module = import_module(_MOVED.get(name, f"framekit.{name}"))
         globals()[name] = module
         return module
     raise AttributeError(f"module 'framekit' has no attribute {name!r}")

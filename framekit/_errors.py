@@ -20,6 +20,13 @@ class MappingError(InputError):
     """A mapping names a missing column, or an evaluator lacks a required field."""
 
 
+class JudgeSpecError(InputError, TypeError):
+    """``judge=`` is neither a model string, ``"local"``, a judge object nor ``None``.
+
+    Also a ``TypeError``, which is what it was before it was an :class:`InputError`.
+    """
+
+
 class RecordError(FramekitError, ValueError):
     """One record cannot be evaluated (a null or empty field); recorded for that row only."""
 
@@ -45,6 +52,7 @@ __all__ = [
     "InputError",
     "JudgeAuthenticationError",
     "JudgeError",
+    "JudgeSpecError",
     "LocalModelError",
     "MappingError",
     "RecordError",

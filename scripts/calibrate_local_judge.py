@@ -3,7 +3,7 @@
 Usage::
 
     .venv/bin/python scripts/calibrate_local_judge.py [--data ../shared/data/wikiqa-dev.tsv]
-        [--output framekit/judges/calibration.json] [--dry-run]
+        [--output framekit/judges/local/calibration.json] [--dry-run]
 
 What it does, and why:
 
@@ -51,15 +51,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from framekit.judges.embedder import LocalEmbedder  # noqa: E402
-from framekit.judges.local_methods import (  # noqa: E402
+from framekit.judges.local.embedder import LocalEmbedder  # noqa: E402
+from framekit.judges.local.methods import (  # noqa: E402
     RELEVANCE_RULES,
     coherence_similarity,
     relevance_similarity,
 )
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "wikiqa-dev.tsv"
-DEFAULT_OUTPUT = ROOT / "framekit" / "judges" / "calibration.json"
+DEFAULT_OUTPUT = ROOT / "framekit" / "judges" / "local" / "calibration.json"
 RELEVANCE_LABELS = {
     "binary": ["irrelevant", "relevant"],
     "three": ["low", "medium", "high"],

@@ -49,7 +49,7 @@ def test_relevant_answer_scores_above_off_topic_with_api_embeddings(judge_simula
 
 
 def test_relevant_answer_scores_above_off_topic_with_the_offline_embedder(judge_simulator):
-    pytest.importorskip("framekit.judges.embedder")
+    pytest.importorskip("framekit.judges.local.embedder")
     ev = AnswerRelevancy()  # embedding_model=None: the offline embedder
     judge = sim_judge(judge_simulator)
     try:

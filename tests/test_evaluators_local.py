@@ -19,7 +19,7 @@ from framekit.evaluators import (
 )
 from framekit.judges.local import LocalJudge
 
-lm = pytest.importorskip("framekit.judges.local_methods")
+lm = pytest.importorskip("framekit.judges.local.methods")
 
 
 class PlantedEmbedder:
@@ -114,7 +114,7 @@ def test_coherence_uses_consecutive_sentences_and_the_previous_turn(tmp_path):
 
 
 def test_every_built_in_runs_offline_on_the_real_model(tmp_path):
-    embedder = pytest.importorskip("framekit.judges.embedder")
+    embedder = pytest.importorskip("framekit.judges.local.embedder")
     if not embedder.local_model_available():
         pytest.skip("offline model not installed")
     df = pl.DataFrame(

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from framekit.judges.embedder import LocalEmbedder, local_model_available
-from framekit.judges.local_methods import (
+from framekit.judges.local.embedder import LocalEmbedder, local_model_available
+from framekit.judges.local.methods import (
     CALIBRATION,
     Scale,
     coherence_similarity,

@@ -1,6 +1,6 @@
 """The offline judge's verdicts: embedding similarities mapped onto each evaluator's scale.
 
-The numbers come from :mod:`framekit.judges.local_methods` (similarities and the cut
+The numbers come from :mod:`framekit.judges.local.methods` (similarities and the cut
 points calibrated there); this module only decides, per evaluator, which texts to compare
 and how to say what was measured. Each explanation names the method and its numbers, so a
 local score is never mistaken for an LLM's reading.
@@ -14,19 +14,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from framekit.evaluators import _prompt
-from framekit.evaluators.base import Verdict
+from framekit.evaluators.base import Evaluator, Verdict
 
 if TYPE_CHECKING:
-    from framekit.evaluators.answer_relevancy import AnswerRelevancy
     from framekit.evaluators.rubric import RubricEvaluator
-    from framekit.judges.local_methods import Scale
+    from framekit.judges.local.methods import Scale
 
 PASS_MARK = 0.7  # AnswerRelevancy's default threshold; the direct mapping is anchored on it
 
 
 def _lm() -> Any:
     # Imported on first use: it reads the calibration file.
-    from framekit.judges import local_methods
+    from framekit.judges.local import methods as local_methods
 
     return local_methods
 
@@ -130,7 +129,7 @@ def coherence_verdict(
     )
 
 
-def direct_relevancy(ev: AnswerRelevancy, request: np.ndarray, response: np.ndarray) -> Verdict:
+def direct_relevancy(ev: Evaluator, request: np.ndarray, response: np.ndarray) -> Verdict:
     """AnswerRelevancy without a question writer: the request/response cosine mapped onto
     [0, 1] piecewise linearly, 0 -> 0, the calibrated relevant cut -> 0.7, 1 -> 1."""
     lm = _lm()

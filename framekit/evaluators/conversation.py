@@ -145,7 +145,7 @@ class ResponseRelevance(ConversationEvaluator):
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     the response are embedded (all-MiniLM-L6-v2) and their cosine similarity is mapped onto
     the five labels by cut points calibrated on WikiQA question/answer pairs
-    (``framekit.judges.local_methods.CALIBRATION.relevance_five``); the explanation quotes
+    (``framekit.judges.local.methods.CALIBRATION.relevance_five``); the explanation quotes
     the cosine and the cut points. Earlier turns are not used.
 
     Examples
@@ -212,11 +212,11 @@ class Coherence(ConversationEvaluator):
     -----
     Offline judge (``judge="local"``): the classic embedding-based coherence measure, a
     proxy for semantic continuity rather than logic. The response is split into sentences
-    (:func:`framekit.judges.local_methods.split_sentences`) and each is embedded
+    (:func:`framekit.judges.local.methods.split_sentences`) and each is embedded
     (all-MiniLM-L6-v2), together with the turn just before the response (the request,
     else the last earlier turn with text). The score is the mean cosine similarity of
     consecutive pairs along that chain (the previous turn leading;
-    :func:`framekit.judges.local_methods.coherence_similarity`), mapped onto the five
+    :func:`framekit.judges.local.methods.coherence_similarity`), mapped onto the five
     labels by cut points calibrated on Wikipedia sentence order
     (``CALIBRATION.coherence_five``). A one-sentence response with nothing before it has
     nothing to contradict and gets "Completely Yes", as in the rubric. Embeddings see

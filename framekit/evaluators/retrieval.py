@@ -76,7 +76,7 @@ class RetrievalRelevance(_ContextEvaluator):
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2); the best document's cosine similarity
     (a list is as relevant as its most relevant document) is compared with the binary cut
-    point calibrated on WikiQA (``framekit/judges/calibration.json``), and the explanation
+    point calibrated on WikiQA (``framekit/judges/local/calibration.json``), and the explanation
     quotes the cosine, the document it came from and the cut point.
 
     Examples

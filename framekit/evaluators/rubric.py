@@ -79,6 +79,7 @@ class RubricEvaluator(Evaluator):
         include_explanation: bool = True,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        spec: TemplateSpec | None = None,
     ) -> None:
         super().__init__(name=name, threshold=threshold, judge=judge, llm=llm, model=model)
         if not include_inputs and self.needs_input_reason:
@@ -87,7 +88,8 @@ class RubricEvaluator(Evaluator):
                 f"{self.needs_input_reason}"
             )
         self.version = version
-        self.spec: TemplateSpec = load_template(self.template_name, version)
+        # A built-in rubric reads its template file; a custom one brings its own spec.
+        self.spec: TemplateSpec = spec or load_template(self.template_name, version)
         self.choices: dict[str, float] = dict(self.spec.choices)
         self.system_prompt: str = self.spec.system if system_prompt is None else system_prompt
         self.prompt_template: str = self.spec.user
@@ -266,9 +268,6 @@ class ClassificationEvaluator(RubricEvaluator):
             if llm is not None:
                 raise InputError(f"{name}: the judge is given twice (positionally and as llm=)")
             llm, prompt_template, choices, direction = prompt_template, choices, direction, "maximize"
-        Evaluator.__init__(
-            self, name=name, threshold=threshold, judge=pick_judge(name, judge, llm, model)
-        )
         if not include_inputs:
             raise InputError(
                 f"{name}: include_inputs=False has no meaning for a custom template; "
@@ -295,19 +294,30 @@ class ClassificationEvaluator(RubricEvaluator):
             )
         if not names:
             raise InputError(f"{name}: the template has no {{field}} placeholder")
+        spec = TemplateSpec(
+            name=name,
+            version="custom",
+            description="",
+            system=DATA_RULE_SYSTEM,
+            user=template,
+            choices=scores,
+            extra={"explanation_description": BRIEF_REASONING},
+        )
+        # A custom rubric initialises through its base, with the spec it brings.
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            judge=pick_judge(name, judge, llm, model),
+            system_prompt=system_prompt,
+            version="custom",
+            include_explanation=include_explanation,
+            spec=spec,
+        )
         #: placeholder -> the field it shows.
         self.placeholder_fields = {ph: _field_of(ph) for ph in names}
-        fields = tuple(dict.fromkeys(self.placeholder_fields.values()))
-        self.required_fields = fields  # type: ignore[misc]
+        self.required_fields = tuple(dict.fromkeys(self.placeholder_fields.values()))  # type: ignore[misc]
         self.direction = direction
-        self.version = "custom"
-        self.choices = scores
         self.label_descriptions = descriptions or None
-        self.system_prompt = DATA_RULE_SYSTEM if system_prompt is None else system_prompt
-        self.prompt_template = template
-        self.include_inputs = True
-        self.include_explanation = include_explanation
-        self.explanation_description = BRIEF_REASONING
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
         texts = self.field_texts(record)

@@ -8,8 +8,8 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._mapping import MappingValue, resolve_mapping
+from framekit._result_columns import result_columns as _result_columns
 from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, Evaluator
-from framekit.frame import result_columns as _result_columns
 
 
 def needed_columns(

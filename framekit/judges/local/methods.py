@@ -1,7 +1,7 @@
 """The numbers behind the offline ("local") judge: similarities, labels and cut points.
 
 Pure functions on texts and vectors; nothing here loads a model. The embedder
-(:mod:`framekit.judges.embedder`) turns texts into unit vectors, these functions turn
+(:mod:`framekit.judges.local.embedder`) turns texts into unit vectors, these functions turn
 vectors into one similarity per record, and :data:`CALIBRATION` turns a similarity into
 an evaluator's label with cut points measured by ``scripts/calibrate_local_judge.py``
 (WikiQA for relevance, Wikipedia sentence order for coherence; see ``calibration.json``).
