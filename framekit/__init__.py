@@ -31,6 +31,9 @@ _EXPORTS = {
     "summarize": "framekit.report",
     "compare": "framekit.report",
     "write_html_report": "framekit.report",
+    "agreement": "framekit.analysis.agreement",
+    "calibrate": "framekit.analysis.calibrate",
+    "gate": "framekit.analysis.gate",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -57,6 +60,9 @@ if TYPE_CHECKING:
         RunInterrupted,
     )
     from framekit._score import Score
+    from framekit.analysis.agreement import agreement
+    from framekit.analysis.calibrate import calibrate
+    from framekit.analysis.gate import gate
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe

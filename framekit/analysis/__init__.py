@@ -1,0 +1,1 @@
+"""Reading scored frames: agreement with people, calibrated thresholds, pass/fail gates."""
