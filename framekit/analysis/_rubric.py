@@ -7,8 +7,8 @@ judge chose are the rubric, ordered by score. Human labels are read on that orde
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -51,8 +51,10 @@ def is_label_dtype(dtype: pl.DataType) -> bool:
     return dtype in (pl.String, pl.Categorical) or isinstance(dtype, pl.Enum)
 
 
-def rubric_of(frame: pl.DataFrame, name: str, extra: Mapping[str, float] | None = None) -> Rubric:
-    """The label -> score pairs seen in ``frame`` for evaluator ``name``, plus ``extra``."""
+def rubric_of(frame: pl.DataFrame, name: str, extra: Any = None) -> Rubric:
+    """The label -> score pairs seen in ``frame`` for evaluator ``name``, plus ``extra``
+    (a mapping, or an evaluator: anything with a ``choices`` mapping)."""
+    extra = getattr(extra, "choices", extra)
     pairs: dict[str, float] = {}
     if f"{name}_label" in frame.columns:
         seen = (
@@ -81,7 +83,7 @@ def check_labels(frame: pl.DataFrame, column: str, name: str, scale: Rubric) -> 
             raise InputError(
                 f"row {row}: {column} = {value!r} is not a label of {name} "
                 f"({', '.join(scale.labels) or 'no labels in the frame'}); "
-                "pass rubric={label: score} to add it"
+                "pass rubric=<the evaluator> or rubric={label: score} to add it"
             )
 
 

@@ -39,7 +39,7 @@ def agreement(
     by: str | None = None,
     *,
     between: tuple[str, str] | None = None,
-    rubric: Mapping[str, float] | None = None,
+    rubric: Mapping[str, float] | Any = None,
     confidence: float = 0.95,
     n_resamples: int = 1000,
     seed: int = 0,
@@ -65,7 +65,8 @@ def agreement(
         plays the reference (rows of the confusion matrix). Two score columns with at most
         ten distinct values in [0, 1] between them (rubric scores) get kappa too.
     rubric
-        Label -> score for human labels the frame's judge never chose.
+        Label -> score for human labels the frame's judge never chose, or the evaluator
+        itself (its ``choices``): ``rubric=Coherence()``.
     confidence, n_resamples, seed
         The bootstrap: interval level, resamples, and the seed that makes it repeatable.
 

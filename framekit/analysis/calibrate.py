@@ -78,7 +78,7 @@ def calibrate(
     target: Target = "f1",
     *,
     positive: Collection[str] | None = None,
-    rubric: Mapping[str, float] | None = None,
+    rubric: Mapping[str, float] | Any = None,
 ) -> Calibration:
     """The threshold on ``<evaluator>_score`` that best reproduces human pass/fail labels.
 
@@ -99,7 +99,7 @@ def calibrate(
     positive
         Human labels that count as positive (instead of the rubric's upper half).
     rubric
-        Label -> score for human labels that the judge never chose.
+        Label -> score for human labels that the judge never chose, or the evaluator.
 
     Returns
     -------
@@ -157,7 +157,7 @@ def _truth(
     human: str,
     evaluator: str,
     positive: Collection[str] | None,
-    rubric: Mapping[str, float] | None,
+    rubric: Any,
 ) -> np.ndarray:
     dtype = rows.schema[human]
     if dtype == pl.Boolean:

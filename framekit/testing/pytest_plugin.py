@@ -1,4 +1,4 @@
-"""pytest fixtures for the judge simulator.
+"""pytest fixtures for the judge simulator, and the judge a test suite should use.
 
 Enable with ``pytest_plugins = ["framekit.testing.pytest_plugin"]`` in a ``conftest.py``.
 """
@@ -47,3 +47,28 @@ def simulator_factory() -> Iterator[Callable[..., JudgeSimulator]]:
     yield make
     for sim in started:
         sim.stop()
+
+
+@pytest.fixture(scope="session")
+def framekit_judge() -> Any:
+    """The judge named by ``$FRAMEKIT_JUDGE`` (a litellm model string; endpoint and key
+    from ``$FRAMEKIT_API_BASE`` / ``$FRAMEKIT_API_KEY``), else the offline local judge.
+
+    One suite then runs offline on a laptop and against a real model in CI, e.g.
+    ``FRAMEKIT_JUDGE=openai/gpt-4o-mini pytest``.
+
+    Examples
+    --------
+    >>> def test_answer_is_relevant(framekit_judge):  # doctest: +SKIP
+    ...     assert_meets(ResponseRelevance(judge=framekit_judge), input=q, output=a)
+    """
+    import os
+
+    from framekit.judges.base import ENV_JUDGE
+    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.local import LocalJudge
+
+    model = os.environ.get(ENV_JUDGE, "").strip()
+    if not model or model.lower() == "local":
+        return LocalJudge()
+    return Judge(model)
