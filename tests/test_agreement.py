@@ -9,14 +9,16 @@ import polars as pl
 import pytest
 
 import framekit as fk
-from framekit.evaluators import Coherence
 from framekit.analysis import _measures as m
+from framekit.evaluators import Coherence
 
 FIVE = ["Not At All", "Not Generally", "Neutral/Mixed", "Generally Yes", "Completely Yes"]
 SCORE = dict(zip(FIVE, [0.0, 0.25, 0.5, 0.75, 1.0]))
 
 
-def rubric_frame(human: list[str], judge: list[str | None], name: str = "coherence") -> pl.DataFrame:
+def rubric_frame(
+    human: list[str], judge: list[str | None], name: str = "coherence"
+) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "human": human,
@@ -65,7 +67,9 @@ def test_quadratic_weighted_kappa_on_five_levels_matches_the_hand_computation():
     # pair that agrees exactly (levels 3 and 4), then compute by hand on 5 levels.
     human += [FIVE[3], FIVE[4]]
     judge += [FIVE[3], FIVE[4]]
-    row = fk.agreement(rubric_frame(human, judge), human="human", n_resamples=200).row(0, named=True)
+    row = fk.agreement(rubric_frame(human, judge), human="human", n_resamples=200).row(
+        0, named=True
+    )
     # Hand computation, weights (i-j)^2/16, n = 10.
     # rows (human) 3,3,2,1,1; cols (judge) 2,3,3,1,1.
     # observed disagreement: two cells off by one -> 2 * 1/16 = 0.125
@@ -104,7 +108,9 @@ def test_spearman_kendall_pearson_match_the_hand_computation():
 
 
 def test_failed_rows_are_left_out_and_counted():
-    df = rubric_frame(["Completely Yes", "Not At All", "Completely Yes"], ["Completely Yes", "Not At All", None])
+    df = rubric_frame(
+        ["Completely Yes", "Not At All", "Completely Yes"], ["Completely Yes", "Not At All", None]
+    )
     row = fk.agreement(df, human="human", n_resamples=50).row(0, named=True)
     assert row["n"] == 2 and row["n_failed"] == 1 and row["accuracy"] == 1.0
 
@@ -120,7 +126,10 @@ def test_between_two_judges_compares_their_score_columns():
 
 
 def test_by_gives_one_row_per_group():
-    df = rubric_frame(["Completely Yes", "Not At All"] * 4, ["Completely Yes", "Not At All"] * 3 + ["Not At All", "Completely Yes"])
+    df = rubric_frame(
+        ["Completely Yes", "Not At All"] * 4,
+        ["Completely Yes", "Not At All"] * 3 + ["Not At All", "Completely Yes"],
+    )
     df = df.with_columns(group=pl.Series(["x"] * 4 + ["y"] * 4))
     out = fk.agreement(df, human="human", by="group", n_resamples=50)
     assert out["group"].to_list() == ["x", "y"]
@@ -143,7 +152,10 @@ def test_missing_human_column_is_an_input_error():
 
 
 def test_bootstrap_is_repeatable_with_a_seed():
-    df = rubric_frame(["Completely Yes", "Not At All", "Neutral/Mixed"] * 10, ["Completely Yes", "Neutral/Mixed", "Neutral/Mixed"] * 10)
+    df = rubric_frame(
+        ["Completely Yes", "Not At All", "Neutral/Mixed"] * 10,
+        ["Completely Yes", "Neutral/Mixed", "Neutral/Mixed"] * 10,
+    )
     # The judge never said "Not At All": the evaluator supplies the whole rubric.
     a = fk.agreement(df, human="human", seed=3, n_resamples=200, rubric=Coherence())
     b = fk.agreement(df, human="human", seed=3, n_resamples=200, rubric=Coherence())

@@ -46,8 +46,12 @@ def test_an_evaluator_accepts_the_calibrated_threshold():
 
 def test_calibrate_refuses_an_unreachable_target_and_one_class():
     with pytest.raises(fk.InputError, match="no threshold reaches precision"):
-        fk.calibrate(labelled().with_columns(human=pl.Series([False, True] * 4)), "human", "rel",
-                     target=("precision", 1.0))
+        fk.calibrate(
+            labelled().with_columns(human=pl.Series([False, True] * 4)),
+            "human",
+            "rel",
+            target=("precision", 1.0),
+        )
     with pytest.raises(fk.InputError, match="one class only"):
         fk.calibrate(labelled().with_columns(human=pl.lit(True)), "human", "rel")
 
@@ -64,7 +68,9 @@ def scored(pass_share: float, n: int = 10, failed: int = 0) -> pl.DataFrame:
     passed = [i < pass_share * n for i in range(n)]
     return pl.DataFrame(
         {
-            "response_relevance_score": [None if i < failed else (1.0 if p else 0.25) for i, p in enumerate(passed)],
+            "response_relevance_score": [
+                None if i < failed else (1.0 if p else 0.25) for i, p in enumerate(passed)
+            ],
             "response_relevance_passed": [None if i < failed else p for i, p in enumerate(passed)],
             "response_relevance_error": ["timeout" if i < failed else None for i in range(n)],
         }
@@ -80,8 +86,9 @@ def test_gate_counts_failed_rows_against_the_pass_rate():
 
 
 def test_gate_passes_when_every_bar_is_met():
-    result = fk.gate(scored(0.9), min_pass_rate={"response_relevance": 0.9},
-                     min_mean={"response_relevance": 0.9})
+    result = fk.gate(
+        scored(0.9), min_pass_rate={"response_relevance": 0.9}, min_mean={"response_relevance": 0.9}
+    )
     assert result and result.failures.height == 0
 
 
@@ -94,8 +101,15 @@ def test_gate_refuses_unknown_evaluators_and_missing_bars():
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from framekit.cli import main; sys.exit(main())", *args],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from framekit.cli import main; sys.exit(main())",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -106,8 +120,14 @@ def test_framekit_gate_exit_codes(tmp_path):
     assert above.returncode == 0, above.stderr
     assert "gate passed" in above.stdout
 
-    below = run_cli("gate", str(path), "--min-pass-rate", "response_relevance=0.9",
-                    "--min-mean", "response_relevance=0.5")
+    below = run_cli(
+        "gate",
+        str(path),
+        "--min-pass-rate",
+        "response_relevance=0.9",
+        "--min-mean",
+        "response_relevance=0.5",
+    )
     assert below.returncode == 1
     # The table of checks names what failed: the pass rate, not the mean (0.85 >= 0.5).
     assert "response_relevance: pass_rate 0.800 < required 0.9" in below.stdout

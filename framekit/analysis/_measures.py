@@ -86,9 +86,7 @@ def precision_recall(matrix: npt.ArrayLike) -> tuple[FloatArray, FloatArray]:
     return precision, recall
 
 
-def bootstrap_confusions(
-    rows: IntArray, cols: IntArray, k: int, indices: IntArray
-) -> IntArray:
+def bootstrap_confusions(rows: IntArray, cols: IntArray, k: int, indices: IntArray) -> IntArray:
     """Confusion matrices of every resample; ``indices`` is ``(b, n)`` row positions."""
     codes = rows[indices] * k + cols[indices]
     b = indices.shape[0]

@@ -177,17 +177,31 @@ def _against_human(
         ref = rows[human].cast(pl.Int64).to_numpy()
         judged = rows[f"{name}_passed"].cast(pl.Int64).to_numpy()
         labels = ["failed", "passed"]
-        return {**base, "kind": "labels", **_categorical(ref, judged, labels, None, None,
-                                                        confidence, n_resamples, seed)}
+        return {
+            **base,
+            "kind": "labels",
+            **_categorical(ref, judged, labels, None, None, confidence, n_resamples, seed),
+        }
     if is_label_dtype(dtype):
         if f"{name}_label" not in part.columns:
             raise InputError(f"human labels need {name}_label in the frame to compare with")
         ref = human_codes(rows, human, scale)
         judged = human_codes(rows, f"{name}_label", scale)
         values = np.asarray(scale.scores, dtype=np.float64)
-        return {**base, "kind": "labels", **_categorical(
-            ref, judged, list(scale.labels), values[ref], values[judged],
-            confidence, n_resamples, seed)}
+        return {
+            **base,
+            "kind": "labels",
+            **_categorical(
+                ref,
+                judged,
+                list(scale.labels),
+                values[ref],
+                values[judged],
+                confidence,
+                n_resamples,
+                seed,
+            ),
+        }
     if not dtype.is_numeric():
         raise InputError(f"human column {human!r} holds {dtype}: give labels, booleans or numbers")
     x = rows[human].cast(pl.Float64).to_numpy()
@@ -207,9 +221,13 @@ def _compare_columns(
         ref = np.array([code[v] for v in both[a].cast(pl.String)], dtype=np.int64)
         judged = np.array([code[v] for v in both[b].cast(pl.String)], dtype=np.int64)
         # Unordered label sets: no weighted kappa, no correlations.
-        return {**base, "kind": "labels", **_categorical(ref, judged, labels, None, None,
-                                                        confidence, n_resamples, seed,
-                                                        ordinal=False)}
+        return {
+            **base,
+            "kind": "labels",
+            **_categorical(
+                ref, judged, labels, None, None, confidence, n_resamples, seed, ordinal=False
+            ),
+        }
     if not (da.is_numeric() and db.is_numeric()):
         raise InputError(f"between columns must both be labels or both numbers: {a} {da}, {b} {db}")
     x = both[a].cast(pl.Float64).to_numpy()
@@ -221,8 +239,11 @@ def _compare_columns(
         ref = np.searchsorted(levels, x).astype(np.int64)
         judged = np.searchsorted(levels, y).astype(np.int64)
         labels = [f"{v:g}" for v in levels]
-        return {**base, "kind": "labels", **_categorical(
-            ref, judged, labels, x, y, confidence, n_resamples, seed)}
+        return {
+            **base,
+            "kind": "labels",
+            **_categorical(ref, judged, labels, x, y, confidence, n_resamples, seed),
+        }
     return {**base, "kind": "numbers", **_numeric(x, y, confidence, n_resamples, seed)}
 
 
@@ -250,8 +271,13 @@ def _categorical(
     _put(out, "accuracy", float(accuracy), boot_accuracy, confidence)
     _put(out, "kappa", float(m.kappa(table)), m.kappa(boot), confidence)
     if ordinal:
-        _put(out, "weighted_kappa", float(m.kappa(table, "quadratic")), m.kappa(boot, "quadratic"),
-             confidence)
+        _put(
+            out,
+            "weighted_kappa",
+            float(m.kappa(table, "quadratic")),
+            m.kappa(boot, "quadratic"),
+            confidence,
+        )
     out["confusion"] = table.tolist()
     out["per_label"] = _per_label(table, boot, labels, confidence)
     if ordinal and x is not None and y is not None:
@@ -268,16 +294,18 @@ def _per_label(
     for i, label in enumerate(labels):
         p_low, p_high = m.interval(boot_p[:, i], confidence)
         r_low, r_high = m.interval(boot_r[:, i], confidence)
-        rows.append({
-            "label": label,
-            "support": int(table[i].sum()),
-            "precision": _num(precision[i]),
-            "precision_ci_low": p_low,
-            "precision_ci_high": p_high,
-            "recall": _num(recall[i]),
-            "recall_ci_low": r_low,
-            "recall_ci_high": r_high,
-        })
+        rows.append(
+            {
+                "label": label,
+                "support": int(table[i].sum()),
+                "precision": _num(precision[i]),
+                "precision_ci_low": p_low,
+                "precision_ci_high": p_high,
+                "recall": _num(recall[i]),
+                "recall_ci_low": r_low,
+                "recall_ci_high": r_high,
+            }
+        )
     return rows
 
 
@@ -313,8 +341,12 @@ def _frame(rows: list[dict[str, Any]], by: str | None) -> pl.DataFrame:
     head = ["evaluator", *([by] if by else []), "reference", "kind", "n", "n_failed"]
     tail = ["labels", "confusion", "per_label"]
     schema: dict[str, Any] = {
-        "kind": pl.String, "reference": pl.String, "evaluator": pl.String,
-        "n": pl.Int64, "n_failed": pl.Int64, "labels": pl.List(pl.String),
+        "kind": pl.String,
+        "reference": pl.String,
+        "evaluator": pl.String,
+        "n": pl.Int64,
+        "n_failed": pl.Int64,
+        "labels": pl.List(pl.String),
         "confusion": pl.List(pl.List(pl.Int64)),
         **{c: pl.Float64 for c in figures},
     }

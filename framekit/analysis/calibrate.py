@@ -192,11 +192,20 @@ def _table(scores: np.ndarray, truth: np.ndarray) -> pl.DataFrame:
         f1 = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
     accuracy = (tp + tn) / len(scores)
     youden = recall + tn / (tn + fp) - 1.0
-    return pl.DataFrame({
-        "threshold": thresholds, "tp": tp, "fp": fp, "fn": fn, "tn": tn,
-        "precision": precision, "recall": recall, "f1": f1, "accuracy": accuracy,
-        "youden": youden,
-    }).with_columns(pl.col("precision").fill_nan(None))
+    return pl.DataFrame(
+        {
+            "threshold": thresholds,
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+            "tn": tn,
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "accuracy": accuracy,
+            "youden": youden,
+        }
+    ).with_columns(pl.col("precision").fill_nan(None))
 
 
 def _choose(table: pl.DataFrame, target: Target) -> int:
@@ -206,11 +215,7 @@ def _choose(table: pl.DataFrame, target: Target) -> int:
         # The first maximum, i.e. the lowest threshold among equals: it passes more rows
         # for the same figure, and the table shows the others.
         return int(np.argmax(table[target].to_numpy()))
-    if (
-        not isinstance(target, tuple)
-        or len(target) != 2
-        or target[0] not in _CONSTRAINTS
-    ):
+    if not isinstance(target, tuple) or len(target) != 2 or target[0] not in _CONSTRAINTS:
         raise InputError(f"target {target!r}: give ('precision', p) or ('recall', r)")
     metric, floor = target
     values = table[metric].fill_null(-1.0).to_numpy()

@@ -122,8 +122,13 @@ def gate(
     table = pl.DataFrame(
         rows,
         schema={
-            "evaluator": pl.String, "check": pl.String, "required": pl.Float64,
-            "actual": pl.Float64, "n": pl.Int64, "n_failed": pl.Int64, "passed": pl.Boolean,
+            "evaluator": pl.String,
+            "check": pl.String,
+            "required": pl.Float64,
+            "actual": pl.Float64,
+            "n": pl.Int64,
+            "n_failed": pl.Int64,
+            "passed": pl.Boolean,
         },
         orient="row",
     )
