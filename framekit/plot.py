@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from framekit import report
+from framekit.analysis.plot_agreement import agreement as agreement
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
