@@ -8,7 +8,7 @@ weighted, Cohen 1968) so that a whole bootstrap is one stack of matrices.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -121,8 +121,18 @@ def interval(samples: npt.ArrayLike, confidence: float) -> tuple[float | None, f
     return float(low), float(high)
 
 
+def _scipy_stats() -> Any:
+    try:
+        import scipy.stats
+    except ImportError as exc:
+        raise ModuleNotFoundError(
+            "rank correlations need scipy: pip install 'framekit[stats]'"
+        ) from exc
+    return scipy.stats
+
+
 def _ranks(x: FloatArray) -> FloatArray:
-    from scipy.stats import rankdata
+    rankdata = _scipy_stats().rankdata
 
     return np.asarray(rankdata(x, axis=-1), dtype=np.float64)
 
@@ -143,8 +153,7 @@ def spearman_rows(x: FloatArray, y: FloatArray) -> FloatArray:
 
 def kendall(x: FloatArray, y: FloatArray) -> float:
     """Kendall's tau-b (ties corrected); NaN when either side is constant."""
-    from scipy.stats import kendalltau
-
+    kendalltau = _scipy_stats().kendalltau
     if np.ptp(x) == 0 or np.ptp(y) == 0:
         return float("nan")
     return float(kendalltau(x, y).statistic)

@@ -7,6 +7,7 @@ Kendall and Pearson; every figure with a percentile bootstrap interval over rows
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -281,7 +282,9 @@ def _categorical(
     out["confusion"] = table.tolist()
     out["per_label"] = _per_label(table, boot, labels, confidence)
     if ordinal and x is not None and y is not None:
-        out.update(_numeric(x, y, confidence, n_resamples, seed))
+        # Without scipy, labels still get kappa; the correlations stay null.
+        with contextlib.suppress(ModuleNotFoundError):
+            out.update(_numeric(x, y, confidence, n_resamples, seed))
     return out
 
 
