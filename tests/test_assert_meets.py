@@ -63,3 +63,20 @@ def test_framekit_judge_fixture_defaults_to_the_offline_judge(framekit_judge, mo
         context=["Hamlet is a tragedy written by William Shakespeare."],
     )
     assert score.explanation is not None and "similarity proxy" in score.explanation
+
+
+def test_framekit_judge_env_picks_an_llm_judge_for_the_same_test(judge_simulator, monkeypatch):
+    from framekit.testing.pytest_plugin import judge_from_env
+    from tests.helpers import API_KEY
+
+    monkeypatch.setenv("FRAMEKIT_JUDGE", "openai/sim-judge")
+    monkeypatch.setenv("FRAMEKIT_API_BASE", judge_simulator.api_base)
+    monkeypatch.setenv("FRAMEKIT_API_KEY", API_KEY)
+    judge = judge_from_env()
+    assert not isinstance(judge, LocalJudge) and judge.model == "openai/sim-judge"
+    assert_meets(
+        ResponseRelevance(judge=judge),
+        input="What is the capital of France? @sim(label=Generally Yes)",
+        output="Paris.",
+    )
+    assert judge_simulator.stats()["by_status"] == {200: 1}

@@ -49,18 +49,14 @@ def simulator_factory() -> Iterator[Callable[..., JudgeSimulator]]:
         sim.stop()
 
 
-@pytest.fixture(scope="session")
-def framekit_judge() -> Any:
+def judge_from_env() -> Any:
     """The judge named by ``$FRAMEKIT_JUDGE`` (a litellm model string; endpoint and key
     from ``$FRAMEKIT_API_BASE`` / ``$FRAMEKIT_API_KEY``), else the offline local judge.
 
-    One suite then runs offline on a laptop and against a real model in CI, e.g.
-    ``FRAMEKIT_JUDGE=openai/gpt-4o-mini pytest``.
-
     Examples
     --------
-    >>> def test_answer_is_relevant(framekit_judge):  # doctest: +SKIP
-    ...     assert_meets(ResponseRelevance(judge=framekit_judge), input=q, output=a)
+    >>> judge_from_env()  # with FRAMEKIT_JUDGE unset  # doctest: +SKIP
+    LocalJudge()
     """
     import os
 
@@ -72,3 +68,18 @@ def framekit_judge() -> Any:
     if not model or model.lower() == "local":
         return LocalJudge()
     return Judge(model)
+
+
+@pytest.fixture
+def framekit_judge() -> Any:
+    """The judge for a test suite: ``$FRAMEKIT_JUDGE`` if set, else the offline judge.
+
+    One suite then runs offline on a laptop and against a real model in CI, e.g.
+    ``FRAMEKIT_JUDGE=openai/gpt-4o-mini pytest`` (see :func:`judge_from_env`).
+
+    Examples
+    --------
+    >>> def test_answer_is_relevant(framekit_judge):  # doctest: +SKIP
+    ...     assert_meets(ResponseRelevance(judge=framekit_judge), input=q, output=a)
+    """
+    return judge_from_env()
