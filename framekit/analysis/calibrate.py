@@ -82,6 +82,9 @@ def calibrate(
 ) -> Calibration:
     """The threshold on ``<evaluator>_score`` that best reproduces human pass/fail labels.
 
+    For evaluators whose higher scores are better (every built-in): a row passes when
+    ``score >= threshold``.
+
     Parameters
     ----------
     scored
