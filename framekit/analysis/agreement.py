@@ -121,7 +121,13 @@ def agreement(
     for name in _names(frame, evaluators):
         scale = rubric_of(frame, name, rubric)
         if is_label_dtype(frame.schema[human]):
-            check_labels(frame, human, name, scale)
+            try:
+                check_labels(frame, human, name, scale)
+            except InputError as exc:
+                if evaluators is not None:
+                    raise
+                # Labels usually belong to one evaluator's rubric: say how to pick it.
+                raise InputError(f"{exc}, or evaluators=<the evaluator they rate>") from None
         for key, part in groups:
             row = _against_human(part, human, name, scale, confidence, n_resamples, seed)
             rows.append({"evaluator": name, **_group(by, key), **row})
