@@ -31,6 +31,9 @@ _EXPORTS = {
     "summarize": "framekit.analysis",
     "compare": "framekit.analysis",
     "write_html_report": "framekit.analysis",
+    "agreement": "framekit.analysis.agreement",
+    "calibrate": "framekit.analysis.calibrate",
+    "gate": "framekit.analysis.gate",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -60,6 +63,9 @@ if TYPE_CHECKING:
     )
     from framekit._score import Score
     from framekit.analysis import compare, report, summarize, write_html_report
+    from framekit.analysis.agreement import agreement
+    from framekit.analysis.calibrate import calibrate
+    from framekit.analysis.gate import gate
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe

@@ -378,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
     demo.set_defaults(handler=_cmd_demo)
+
+    from framekit import cli_gate
+
+    cli_gate.add_parser(sub)
     return parser
 
 

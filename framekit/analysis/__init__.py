@@ -9,6 +9,8 @@ Parquet file scored last month as on a frame scored a second ago.
 - ``plot``: matplotlib figures (``fk.plot``).
 - ``_html``: :func:`write_html_report`, one self-contained file.
 - ``_table``: :func:`format_table`, a summary as text for a terminal.
+- ``agreement``, ``calibrate``, ``gate``: agreement with people, calibrated thresholds,
+  pass/fail gates (``fk.agreement``, ``fk.calibrate``, ``fk.gate``).
 """
 
 from framekit.analysis._html import write_html_report

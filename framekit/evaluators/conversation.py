@@ -210,18 +210,18 @@ class Coherence(ConversationEvaluator):
 
     Notes
     -----
-    Offline judge (``judge="local"``): the classic embedding-based coherence measure, a
-    proxy for semantic continuity rather than logic. The response is split into sentences
-    (:func:`framekit.judges.local.methods.split_sentences`) and each is embedded
-    (all-MiniLM-L6-v2), together with the turn just before the response (the request,
-    else the last earlier turn with text). The score is the mean cosine similarity of
-    consecutive pairs along that chain (the previous turn leading;
-    :func:`framekit.judges.local.methods.coherence_similarity`), mapped onto the five
-    labels by cut points calibrated on Wikipedia sentence order
-    (``CALIBRATION.coherence_five``). A one-sentence response with nothing before it has
-    nothing to contradict and gets "Completely Yes", as in the rubric. Embeddings see
-    topic drift, not logic: a contradiction on the same topic goes unnoticed. The
-    explanation quotes the similarity, the number of pairs and the cut points.
+    Offline judge (``judge="local"``): a similarity proxy, not a reading of logic. The
+    response is split into sentences
+    (:func:`framekit.judges.local.methods.split_sentences`), each embedded
+    (all-MiniLM-L6-v2); two features, focus (mean cosine of the sentences to their
+    centroid) and repetition (share of repeated word trigrams), are combined by a linear
+    fit to SummEval's expert coherence ratings and mapped onto the five labels
+    (:mod:`framekit.judges.local.coherence`, ``CALIBRATION.coherence_five``). On the
+    SummEval dev half it agrees with experts at a summary-level Spearman of about 0.30
+    (an LLM judge such as G-Eval with GPT-4: 0.58; the classic mean similarity of
+    consecutive sentences: 0.04). The request and earlier turns are not used offline; a
+    contradiction on the same topic goes unnoticed. Should a recalibration measure the
+    method under 0.2, its rows fail with that figure instead of carrying a label.
 
     Examples
     --------
