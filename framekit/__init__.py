@@ -37,6 +37,7 @@ _EXPORTS = {
     "RecordError": "framekit._errors",
     "JudgeError": "framekit._errors",
     "JudgeAuthenticationError": "framekit._errors",
+    "JudgeConfigurationError": "framekit._errors",
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         FramekitError,
         InputError,
         JudgeAuthenticationError,
+        JudgeConfigurationError,
         JudgeError,
         LocalModelError,
         MappingError,

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from framekit._aio import bounded
-from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit import _secrets
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
 from framekit.engine.faults import Fault, classify, redact
 from framekit.engine.limiter import RateLimiter
@@ -152,6 +153,8 @@ class ChatExecutor:
                 fault = classify(exc, judge.secrets)
                 if fault.kind == "auth":
                     raise JudgeAuthenticationError(fault.reason) from None
+                if fault.kind == "config":
+                    raise JudgeConfigurationError(fault.reason) from None
                 if fault.kind == "mode" and sent_mode != "prompt":
                     # The endpoint rejects this structured-output mode: downgrade once for
                     # the judge (other workers may have already), then resend.
@@ -181,6 +184,10 @@ class ChatExecutor:
                 return Outcome(
                     None, fault.reason + suffix, tokens, cost, time.perf_counter() - started
                 )
+            # An endpoint may echo credentials into its answer: they must not reach the
+            # cache, the output or a re-ask.
+            raw.text = _secrets.redact(raw.text, judge.secrets) if raw.text else raw.text
+            raw.refusal = _secrets.redact(raw.refusal, judge.secrets) if raw.refusal else None
             self.limiter.settle(estimate, raw.tokens)
             self.limiter.on_success()
             stats.tokens += raw.tokens
@@ -208,7 +215,10 @@ class ChatExecutor:
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
         judge, health = self.judge, self.limiter.health
-        where = redact(judge.api_base or f"the default endpoint of {judge.model!r}", judge.secrets)
+        where = redact(
+            _secrets.safe_url(judge.api_base) or f"the default endpoint of {judge.model!r}",
+            judge.secrets,
+        )
         if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
             raise JudgeError(
                 f"cannot reach the judge at {where}: the first {health.connect_failures} "
