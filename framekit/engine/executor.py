@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from framekit._aio import bounded
@@ -26,6 +26,7 @@ from framekit import _secrets
 from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
 from framekit.engine.faults import Fault, classify, redact
+from framekit.engine.inflight import table_for, wait_for
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
@@ -78,6 +79,8 @@ class ChatExecutor:
         self.cache = cache
         self.stats = stats
         self.limiter = RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        # Shared with other runs of this process on the same cache directory.
+        self.inflight = table_for(cache)
 
     async def run(
         self,
@@ -118,16 +121,29 @@ class ChatExecutor:
                 self.stats.cache_hits += 1
                 on_done(key, _cached_outcome(entry))
                 continue
-            outcome = await self.send(request, key)
-            if outcome.answer is not None:
-                self.cache.set(
-                    key,
-                    {
-                        "answer": outcome.answer,
-                        "tokens": outcome.tokens,
-                        "cost_usd": outcome.cost_usd,
-                    },
-                )
+            owner = self.inflight.claim(key) if self.inflight is not None else None
+            if owner is not None:
+                # Another run of this process is paying for this very request.
+                shared = await wait_for(owner)
+                if shared is not None and shared.answer is not None:
+                    self.stats.cache_hits += 1
+                    on_done(key, replace(shared, cached=True, latency_s=0.0))
+                    continue
+            outcome = None
+            try:
+                outcome = await self.send(request, key)
+                if outcome.answer is not None:
+                    self.cache.set(
+                        key,
+                        {
+                            "answer": outcome.answer,
+                            "tokens": outcome.tokens,
+                            "cost_usd": outcome.cost_usd,
+                        },
+                    )
+            finally:
+                if owner is None and self.inflight is not None:
+                    self.inflight.finish(key, outcome)
             on_done(key, outcome)
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
