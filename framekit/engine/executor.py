@@ -21,8 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from framekit._aio import bounded
 from framekit import _secrets
+from framekit._aio import bounded
 from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
 from framekit.engine.faults import Fault, classify, redact

@@ -20,6 +20,7 @@ import numpy as np
 
 from framekit._errors import RecordError
 from framekit._score import Score
+from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
@@ -265,8 +266,9 @@ async def _embedding_stage(
                 backends[model_id], texts, cache, stats, show_progress
             )
         except Exception as exc:
-            failures[model_id] = (
-                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}"
+            failures[model_id] = redact(
+                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}",
+                registered(),
             )
 
     for (j, i), texts in needs.items():

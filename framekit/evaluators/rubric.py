@@ -15,6 +15,7 @@ from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.templates import TemplateSpec, load_template
 from framekit.judges.base import ChatRequest
+from framekit.judges.structured import answer_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -136,10 +137,7 @@ class RubricEvaluator(Evaluator):
         vectors: list[np.ndarray] | None = None,
     ) -> Verdict:
         label = str(answer["label"])
-        explanation = answer.get("explanation")
-        return Verdict(
-            self.choices[label], label, None if explanation is None else str(explanation)
-        )
+        return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
 
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
