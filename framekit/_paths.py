@@ -10,11 +10,14 @@ from pathlib import Path
 from framekit._errors import InputError
 
 
-def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
+def check_writable(
+    path: str | os.PathLike[str], what: str = "output", *, missing_dirs: bool = False
+) -> Path:
     """Raise :class:`InputError` unless a file can be created at ``path``.
 
-    The directory must exist (nothing is created on the user's behalf: a typo would
-    silently make a new tree) and accept a new file; ``path`` must not be a directory.
+    ``path`` must not be a directory. Its directory must exist and accept a new file;
+    with ``missing_dirs=True`` (a writer that creates its directory) the nearest existing
+    ancestor must be a directory that does. Nothing is left behind by the check.
 
     Examples
     --------
@@ -28,10 +31,12 @@ def check_writable(path: str | os.PathLike[str], what: str = "output") -> Path:
     if target.is_dir():
         raise InputError(f"{what} {target}: is a directory; give a file name")
     if not parent.exists():
-        ancestor = next((p for p in parent.parents if p.exists()), None)
-        if ancestor is not None and not ancestor.is_dir():
+        ancestor = next((p for p in parent.parents if p.exists()), Path("."))
+        if not ancestor.is_dir():
             raise InputError(f"{what} {target}: {ancestor} is a file, not a directory")
-        raise InputError(f"{what} {target}: directory {parent} does not exist")
+        if not missing_dirs:
+            raise InputError(f"{what} {target}: directory {parent} does not exist")
+        parent = ancestor
     if not parent.is_dir():
         raise InputError(f"{what} {target}: {parent} is a file, not a directory")
     try:

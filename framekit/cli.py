@@ -140,7 +140,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     if args.max_failures is not None and args.max_failures < 0:
         raise InputError("--max-failures must be >= 0")
     if args.output is not None and not args.dry_run:
-        check_writable(args.output, "-o")  # before any paid work
+        check_writable(args.output, "-o", missing_dirs=True)  # before any paid work
     evaluators = _evaluators(args.evaluators or [])
     mapping = _mapping(args.map)
     judge = _judge(args)

@@ -4,12 +4,15 @@ A missing or malformed key, or an ``api_base`` the HTTP client refuses, fails ev
 the same way; retried as if the endpoint were down it cost a minute and read as an
 outage. These checks turn them into one :class:`~framekit.JudgeConfigurationError`.
 
-The credential rule: a judge with a key from anywhere (``api_key=``, ``$FRAMEKIT_API_KEY``,
-a provider variable, a credential header in ``extra_headers``) is checked for a malformed
-key; a judge with an ``api_base`` and no key is accepted, because self-hosted and local
-endpoints (vLLM, Ollama, the test simulator) legitimately run without one (a server that
-wants a key answers 401, which stops the run at once); a judge with neither, for a
-provider in :data:`PROVIDER_KEYS`, is missing its credentials.
+The credential rule: a judge with a key (``api_key=``, ``$FRAMEKIT_API_KEY``, a secret
+keyword such as ``azure_ad_token``, or the provider's variable litellm reads) is checked
+for a malformed key (whitespace, control or non-ASCII characters). A judge of a provider
+in :data:`PROVIDER_KEYS` with no key at all is missing its credentials, even with an
+``api_base``: litellm's clients for these providers refuse to send without one, so a
+self-hosted OpenAI-compatible server that needs no key still needs a placeholder
+(``api_key="none"``). Models of other providers (``ollama/``, ``hosted_vllm/``...) are
+not checked: they may run without a key, and a server that wants one answers 401, which
+stops the run at once.
 """
 
 from __future__ import annotations
@@ -128,9 +131,7 @@ def credential_problem(
             return problem
     if api_key:
         return key_problem(api_key, key_source)
-    if any(kwargs.get(name) for name in SECRET_KWARGS) or header_secrets(
-        kwargs.get("extra_headers")
-    ):
+    if any(kwargs.get(name) for name in SECRET_KWARGS):
         return None
     provider = provider_of(model)
     names = PROVIDER_KEYS.get(provider or "", ())
@@ -138,11 +139,12 @@ def credential_problem(
         value = env.get(name)
         if value:
             return key_problem(value, f"${name}")
-    if api_base or not names:
+    if not names:
         return None
+    where = "" if not api_base else " (a server that needs no key still needs a placeholder, e.g. api_key='none')"
     return (
-        f"no API key for {model!r}: set FRAMEKIT_API_KEY or {names[0]}, pass "
-        "api_key=..., or give api_base for a self-hosted endpoint that needs none"
+        f"no API key for {model!r}: set FRAMEKIT_API_KEY or {names[0]}, or pass "
+        f"api_key=...{where}"
     )
 
 
@@ -165,6 +167,11 @@ def refused_by_client(exc: BaseException) -> str | None:
             return (
                 "the HTTP client refused credentials written into api_base next to the "
                 "API key; pass the key as api_key= or FRAMEKIT_API_KEY instead"
+            )
+        if "Missing credentials" in text or "api_key client option must be set" in text:
+            return (
+                "the client found no API key: set FRAMEKIT_API_KEY or the provider's "
+                "variable, or pass api_key=... (a placeholder for a server that needs none)"
             )
         current = current.__cause__ or current.__context__
     return None
