@@ -19,15 +19,21 @@ from typing import Any
 ECHO_MODES = (None, "error", "error_500", "answer")
 
 
-def echo_text(method: str, target: str, headers: Mapping[str, str]) -> str:
+def echo_text(method: str, path: str, query: str, headers: Mapping[str, str]) -> str:
     """The request line and every header, as an indiscreet server would quote them."""
+    target = f"{path}?{query}" if query else path
     shown = ", ".join(f"{name}: {value}" for name, value in headers.items())
     return f"you sent {method} {target} with headers {shown}"
 
 
-def echo_status(mode: str) -> int | None:
-    """The error status a mode answers with, ``None`` for an answer."""
-    return {"error": 400, "error_500": 500}.get(mode)
+def echo_error(
+    mode: str | None, method: str, path: str, query: str, headers: Mapping[str, str]
+) -> tuple[int, str] | None:
+    """``(status, message)`` of an error that quotes the request, for the error modes."""
+    status = {"error": 400, "error_500": 500}.get(mode or "")
+    if status is None:
+        return None
+    return status, echo_text(method, path, query, headers)
 
 
 def inject(completion: dict[str, Any], echo: str) -> dict[str, Any]:

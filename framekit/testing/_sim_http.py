@@ -236,6 +236,9 @@ class SimApp:
         self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""
     ) -> Reply:
         is_chat = path in CHAT_PATHS
+        echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
+        if echoed is not None:  # any path: a gateway in front of every route
+            return Reply(echoed[0], error_body(*echoed), delay=self._latency())
         if not is_chat and path not in EMBEDDING_PATHS:
             return Reply(404, error_body(404, f"Unknown endpoint {path}."))
         if is_chat:
@@ -255,16 +258,10 @@ class SimApp:
         rejected = self._gateway(headers)
         if rejected is not None:
             return rejected
-        echo = self.config.echo_headers
-        if echo and is_chat:
-            target = f"{path}?{query}" if query else path
-            text = _sim_echo.echo_text(method, target, headers)
-            status = _sim_echo.echo_status(echo)
-            if status is not None:
-                return Reply(status, error_body(status, text), delay=self._latency())
+        if self.config.echo_headers == "answer" and is_chat:
             reply = self._chat(payload)
-            completion = _sim_echo.inject(json.loads(reply.body), text)
-            reply.body = json.dumps(completion).encode()
+            text = _sim_echo.echo_text(method, path, query, headers)
+            reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
             return reply
         try:
             if is_chat:
