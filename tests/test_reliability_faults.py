@@ -419,9 +419,9 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
     def keep(exc: BaseException) -> None:
         seen.extend([str(exc), repr(exc), "".join(traceback.format_exception(exc))])
 
-    def attempt(run) -> None:  # noqa: ANN001 - a zero-argument callable
+    def attempt(run, *args, **kwargs) -> None:
         try:
-            run()
+            run(*args, **kwargs)
         except fk.FramekitError as exc:
             keep(exc)
 
@@ -437,9 +437,8 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
             judge = _keyed_judge(source, echoing, monkeypatch, max_retries=1)
             seen.append(repr(judge))
             out_file = tmp_path / f"scored-{mode}.parquet"
-            attempt(lambda: fk.evaluate_parquet(
-                source_file, out_file, [RetrievalRelevance()], MAPPING, judge=judge,
-                cache=cache_dir, progress=True, details=True))  # fmt: skip
+            attempt(fk.evaluate_parquet, source_file, out_file, [RetrievalRelevance()], MAPPING,
+                    judge=judge, cache=cache_dir, progress=True, details=True)  # fmt: skip
             # (Anthropic answers in another shape, and a query in api_base breaks the path.)
             if mode == "answer" and source not in ("ANTHROPIC_API_KEY", "URL"):
                 scored = pl.read_parquet(out_file)
@@ -452,7 +451,7 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
                          f"http://user:{API_KEY}@127.0.0.1:{port}/v1"):  # fmt: skip
             refused = fk.Judge("openai/sim-judge", api_base=api_base, api_key="placeholder")
             seen.append(repr(refused))
-            attempt(lambda: _run(retrieval_frame(5), None, False, judge=refused))
+            attempt(_run, retrieval_frame(5), None, False, judge=refused)
         if source in ("argument", "FRAMEKIT_API_KEY", "OPENAI_API_KEY", "header"):
             _fail_every_way(source, simulator_factory, cache_dir, tmp_path, monkeypatch, keep,
                             seen)  # fmt: skip
