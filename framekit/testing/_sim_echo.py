@@ -22,7 +22,10 @@ ECHO_MODES = (None, "error", "error_500", "answer")
 def echo_text(method: str, path: str, query: str, headers: Mapping[str, str]) -> str:
     """The request line and every header, as an indiscreet server would quote them."""
     target = f"{path}?{query}" if query else path
-    shown = ", ".join(f"{name}: {value}" for name, value in headers.items())
+    # Credentials first, as a server complaining about them would quote them (and so
+    # that a client cutting the message short still shows them).
+    ordered = sorted(headers.items(), key=lambda kv: not ("auth" in kv[0] or "key" in kv[0]))
+    shown = ", ".join(f"{name}: {value}" for name, value in ordered)
     return f"you sent {method} {target} with headers {shown}"
 
 
