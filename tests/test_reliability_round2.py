@@ -114,7 +114,11 @@ def test_missing_api_key_is_a_configuration_error_before_any_call(judge_simulato
 
 @pytest.mark.parametrize(
     ("key", "needle"),
-    [("sk-abc123\n", "whitespace"), ("sk-abc 123", "cannot carry"), ("sk-abcé123", "cannot carry")],
+    [
+        ("sk-abc123\n", "whitespace"),
+        ("sk-abc 123", "cannot carry"),
+        ("sk-abcé123", "cannot carry"),
+    ],
 )
 def test_malformed_api_key_is_a_configuration_error(judge_simulator, key, needle):
     judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, api_key=key)

@@ -68,4 +68,5 @@ def one_worker_per_loop(lm: ModuleType) -> None:
     factory = getattr(logging_worker, "LoggingWorker", None)
     if current is None or factory is None or isinstance(current, _WorkerPerLoop):
         return
-    logging_worker.GLOBAL_LOGGING_WORKER = _WorkerPerLoop(current, factory)  # type: ignore[misc,assignment]
+    per_loop = _WorkerPerLoop(current, factory)
+    logging_worker.GLOBAL_LOGGING_WORKER = per_loop  # type: ignore[misc,assignment]

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from framekit._secrets import SECRET_KWARGS, header_secrets, safe_url, secret_query
+from framekit._secrets import SECRET_KWARGS, safe_url, secret_query
 
 #: Provider prefix of a litellm model string -> the variables litellm reads for its key
 #: (any one suffices). Models of other providers are not checked.
@@ -141,7 +141,11 @@ def credential_problem(
             return key_problem(value, f"${name}")
     if not names:
         return None
-    where = "" if not api_base else " (a server that needs no key still needs a placeholder, e.g. api_key='none')"
+    where = (
+        " (a server that needs no key still needs a placeholder, e.g. api_key='none')"
+        if api_base
+        else ""
+    )
     return (
         f"no API key for {model!r}: set FRAMEKIT_API_KEY or {names[0]}, or pass "
         f"api_key=...{where}"
