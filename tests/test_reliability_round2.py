@@ -292,3 +292,22 @@ def test_cache_directory_deleted_mid_run_warns_and_keeps_later_answers(
     messages = [str(w.message) for w in caught if "deleted during the run" in str(w.message)]
     assert len(messages) == 1, [str(w.message) for w in caught]
     assert len(fk.Cache(cache)) >= 60 - 10 - 2 - 2  # later answers were kept
+
+
+def test_a_url_the_http_client_refuses_at_call_time_is_classified_as_configuration():
+    # The judge refuses such an api_base before calling; this is the second line of
+    # defence, for a client that refuses a URL framekit's own check let through.
+    import asyncio
+
+    from framekit.engine.faults import classify
+    from framekit.judges.litellm_judge import call_litellm
+
+    params = {"model": "openai/m", "api_base": f"http://me:{API_KEY}@127.0.0.1:9/v1",
+              "api_key": "x-none", "num_retries": 0, "max_retries": 0, "timeout": 5}  # fmt: skip
+    call = {"messages": [{"role": "user", "content": "hi"}]}
+    try:
+        asyncio.run(call_litellm(params, call))
+    except Exception as exc:  # the client's own refusal, whatever litellm wraps it in
+        fault = classify(exc, [API_KEY])
+    assert fault.kind == "config", fault
+    assert "api_base" in fault.reason and API_KEY not in fault.reason
