@@ -40,6 +40,7 @@ _EXPORTS = {
     "RecordError": "framekit._errors",
     "JudgeError": "framekit._errors",
     "JudgeAuthenticationError": "framekit._errors",
+    "JudgeConfigurationError": "framekit._errors",
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         FramekitError,
         InputError,
         JudgeAuthenticationError,
+        JudgeConfigurationError,
         JudgeError,
         LocalModelError,
         MappingError,

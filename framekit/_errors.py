@@ -39,6 +39,12 @@ class JudgeAuthenticationError(JudgeError):
     """The endpoint rejected the credentials (HTTP 401/403): the whole run stops."""
 
 
+class JudgeConfigurationError(InputError, JudgeError):
+    """The judge cannot work as configured (credentials missing or malformed, an
+    ``api_base`` the HTTP client refuses): raised before or at the first call, never
+    retried, and never mistaken for an outage."""
+
+
 class RunInterrupted(FramekitError, KeyboardInterrupt):
     """The run was interrupted; every response received so far is in the cache."""
 
@@ -51,6 +57,7 @@ __all__ = [
     "FramekitError",
     "InputError",
     "JudgeAuthenticationError",
+    "JudgeConfigurationError",
     "JudgeError",
     "JudgeSpecError",
     "LocalModelError",

@@ -19,12 +19,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framekit._cli_checks import unpaired_key
 from framekit._errors import (
     FramekitError,
     InputError,
     JudgeAuthenticationError,
     RunInterrupted,
 )
+from framekit._paths import check_writable
 
 if TYPE_CHECKING:
     import polars as pl
@@ -101,6 +103,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise InputError("give the destination with -o OUT (or use --dry-run)")
     if args.max_failures is not None and args.max_failures < 0:
         raise InputError("--max-failures must be >= 0")
+    if args.output is not None and not args.dry_run:
+        check_writable(args.output, "-o", missing_dirs=True)  # before any paid work
     evaluators = evaluators_by_names(args.evaluators or [])
     mapping = _mapping(args.map)
     judge = _judge(args)
@@ -173,6 +177,8 @@ def _read_scored(path: str, extra: Sequence[str] = ()) -> pl.DataFrame:
 def _cmd_report(args: argparse.Namespace) -> int:
     from framekit import analysis
 
+    if args.html:
+        check_writable(args.html, "--html")  # before the summary, not after it
     extra = [args.by] if args.by else []
     frame = _read_scored(args.scored, extra)
     print(f"{frame.height} rows in {args.scored}\n")
@@ -200,6 +206,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     extra = [args.by] + ([args.on] if args.on else [])
     frame = _read_scored(args.scored, extra)
     comparison = analysis.compare(frame, by=args.by, on=args.on, test=args.test)
+    unpaired_key(comparison, args.on, args.by)
     # The full table is wide; the terminal gets the columns a decision needs.
     brief = [
         "evaluator",

@@ -33,6 +33,7 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_recor
 from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
+from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
@@ -64,6 +65,8 @@ class RequestPlan:
     local_judge: bool = False
     skipped: int = 0
     judges: list[str] = field(default_factory=list)
+    #: Why a real run would stop at its first call (missing or malformed credentials...).
+    warnings: list[str] = field(default_factory=list)
     by_evaluator: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -98,6 +101,7 @@ class RequestPlan:
             )
         if self.skipped:
             lines.append(f"  {self.skipped} evaluations will fail before any call (null fields)")
+        lines += [f"  warning: {w}; a real run would stop here" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -207,6 +211,9 @@ def plan_requests(
     plan.local_texts = _uncached_texts(list(texts), judges, store)
     plan.judges = sorted({j.model for j in judges})
     plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)
+    if plan.requests:
+        problems = (j.configuration_problem() for j in judges if isinstance(j, Judge))
+        plan.warnings = sorted({p for p in problems if p})
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
     return plan

@@ -18,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from framekit import _secrets
 from framekit._aio import bounded
-from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
 from framekit.engine.faults import Fault, classify, redact
+from framekit.engine.inflight import table_for, wait_for
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
@@ -77,6 +79,8 @@ class ChatExecutor:
         self.cache = cache
         self.stats = stats
         self.limiter = RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        # Shared with other runs of this process on the same cache directory.
+        self.inflight = table_for(cache)
 
     async def run(
         self,
@@ -117,16 +121,29 @@ class ChatExecutor:
                 self.stats.cache_hits += 1
                 on_done(key, _cached_outcome(entry))
                 continue
-            outcome = await self.send(request, key)
-            if outcome.answer is not None:
-                self.cache.set(
-                    key,
-                    {
-                        "answer": outcome.answer,
-                        "tokens": outcome.tokens,
-                        "cost_usd": outcome.cost_usd,
-                    },
-                )
+            owner = self.inflight.claim(key) if self.inflight is not None else None
+            if owner is not None:
+                # Another run of this process is paying for this very request.
+                shared = await wait_for(owner)
+                if shared is not None and shared.answer is not None:
+                    self.stats.cache_hits += 1
+                    on_done(key, replace(shared, cached=True, latency_s=0.0))
+                    continue
+            outcome = None
+            try:
+                outcome = await self.send(request, key)
+                if outcome.answer is not None:
+                    self.cache.set(
+                        key,
+                        {
+                            "answer": outcome.answer,
+                            "tokens": outcome.tokens,
+                            "cost_usd": outcome.cost_usd,
+                        },
+                    )
+            finally:
+                if owner is None and self.inflight is not None:
+                    self.inflight.finish(key, outcome)
             on_done(key, outcome)
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
@@ -152,6 +169,8 @@ class ChatExecutor:
                 fault = classify(exc, judge.secrets)
                 if fault.kind == "auth":
                     raise JudgeAuthenticationError(fault.reason) from None
+                if fault.kind == "config":
+                    raise JudgeConfigurationError(fault.reason) from None
                 if fault.kind == "mode" and sent_mode != "prompt":
                     # The endpoint rejects this structured-output mode: downgrade once for
                     # the judge (other workers may have already), then resend.
@@ -181,6 +200,10 @@ class ChatExecutor:
                 return Outcome(
                     None, fault.reason + suffix, tokens, cost, time.perf_counter() - started
                 )
+            # An endpoint may echo credentials into its answer: they must not reach the
+            # cache, the output or a re-ask.
+            raw.text = _secrets.redact(raw.text, judge.secrets) if raw.text else raw.text
+            raw.refusal = _secrets.redact(raw.refusal, judge.secrets) if raw.refusal else None
             self.limiter.settle(estimate, raw.tokens)
             self.limiter.on_success()
             stats.tokens += raw.tokens
@@ -208,7 +231,10 @@ class ChatExecutor:
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
         judge, health = self.judge, self.limiter.health
-        where = redact(judge.api_base or f"the default endpoint of {judge.model!r}", judge.secrets)
+        where = redact(
+            _secrets.safe_url(judge.api_base) or f"the default endpoint of {judge.model!r}",
+            judge.secrets,
+        )
         if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
             raise JudgeError(
                 f"cannot reach the judge at {where}: the first {health.connect_failures} "

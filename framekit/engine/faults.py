@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Literal
 
+from framekit import _secrets
 from framekit.judges import _litellm
+from framekit.judges._settings import refused_by_client
 from framekit.judges.structured import one_line
 
-Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal"]
+Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal", "config"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,9 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
     reason = redact(f"{name}: {one_line(_message(exc), 160)}", secrets)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Fault("transient", "Timeout: no answer within the judge's timeout")
+    refused = refused_by_client(exc)
+    if refused is not None:  # every call would fail the same way: not an outage
+        return Fault("config", refused)
     lm = _litellm.litellm()
     status = _status(exc)
     if isinstance(exc, lm.RateLimitError) or status == 429:
@@ -156,10 +161,6 @@ def _message(exc: BaseException) -> str:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret (and its last-8-character tail) with ``***``."""
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-            if len(secret) > 12:
-                text = text.replace(secret[-8:], "***")
-    return text
+    """Replace every secret (and its last-8-character tail) with ``***``; the one
+    redaction layer is :func:`framekit._secrets.redact`."""
+    return _secrets.redact(text, secrets)

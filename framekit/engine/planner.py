@@ -19,6 +19,7 @@ import numpy as np
 
 from framekit._errors import RecordError
 from framekit._score import Score
+from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
@@ -328,7 +329,10 @@ async def _embedding_stage(
                 batch.backend, batch.texts, cache, stats, show_progress
             )
         except Exception as exc:
-            batch.error = f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}"
+            batch.error = redact(
+                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}",
+                registered(),
+            )
 
     for need in needs:
         j, i = need.slot

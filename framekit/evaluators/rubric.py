@@ -16,6 +16,7 @@ from framekit.evaluators import _prompt
 from framekit.evaluators.base import FIELD_ALIASES, FIELDS, Evaluator, Verdict, pick_judge
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.base import ChatRequest
+from framekit.judges.structured import answer_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -178,10 +179,7 @@ class RubricEvaluator(Evaluator):
         vectors: list[np.ndarray] | None = None,
     ) -> Verdict:
         label = str(answer["label"])
-        explanation = answer.get("explanation")
-        return Verdict(
-            self.choices[label], label, None if explanation is None else str(explanation)
-        )
+        return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
 
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())

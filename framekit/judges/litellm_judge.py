@@ -8,6 +8,7 @@ knows how to make *one* call, here or in its worker processes
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import threading
 import time
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from framekit._errors import InputError, JudgeError
-from framekit.judges import _litellm
+from framekit import _secrets
+from framekit._errors import InputError, JudgeConfigurationError, JudgeError
+from framekit.judges import _litellm, _settings
 from framekit.judges.base import ChatRequest
 from framekit.judges.structured import build_call_kwargs
 
@@ -27,7 +29,7 @@ if TYPE_CHECKING:
 Mode = Literal["json_schema", "tool", "prompt"]
 
 # Keyword arguments that never enter a cache key or a repr.
-_SECRET_KWARGS = {"api_key", "azure_ad_token", "aws_secret_access_key", "aws_session_token"}
+_SECRET_KWARGS = _secrets.SECRET_KWARGS
 # Keyword arguments that change where a call goes, not what the model answers.
 _ROUTING_KWARGS = {"api_base", "base_url", "api_version", "extra_headers", "timeout"}
 
@@ -119,9 +121,13 @@ class Judge:
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive or None, got {value}")
+        typo = _settings.check_kwargs(litellm_kwargs, _own_params(type(self)))
+        if typo:
+            raise InputError(typo)
         self.model = model
         self.api_base = api_base or os.environ.get("FRAMEKIT_API_BASE") or None
         self._api_key = api_key or os.environ.get("FRAMEKIT_API_KEY") or None
+        self._key_source = "api_key=" if api_key else "$FRAMEKIT_API_KEY"
         self.concurrency = int(concurrency)
         self.rpm = rpm
         self.tpm = tpm
@@ -137,14 +143,28 @@ class Judge:
         self._pool: WorkerPool | None = None
         self._stop_pool: weakref.finalize[Any, Any] | None = None
         self._pool_lock = threading.Lock()
+        self._secrets = self._collect_secrets()
 
     # -- identity -------------------------------------------------------------------
     @property
     def secrets(self) -> list[str]:
-        """Strings that must never leave the process (redacted from every message)."""
-        found = [self._api_key] if self._api_key else []
-        found += [str(v) for k, v in self.litellm_kwargs.items() if k in _SECRET_KWARGS and v]
+        """Strings that must never leave the process (redacted from every message): the
+        key from any source, credential headers, credentials in ``api_base``
+        (see :mod:`framekit._secrets`). Refreshed at the start of every run."""
+        return list(self._secrets)
+
+    def _collect_secrets(self) -> tuple[str, ...]:
+        found = _secrets.collect_secrets(self._api_key, self.api_base, self.litellm_kwargs)
+        _secrets.register(found)  # log records redact them from now on
         return found
+
+    def configuration_problem(self) -> str | None:
+        """Why no call of this judge could succeed (a missing or malformed key, an
+        ``api_base`` the HTTP client refuses), or ``None``; checked before a run's first
+        call, and by the dry run."""
+        return _settings.credential_problem(
+            self.model, self.api_base, self._api_key, self._key_source, self.litellm_kwargs
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """What about this judge decides an answer: model and decoding parameters."""
@@ -153,12 +173,20 @@ class Judge:
             for k, v in sorted(self.litellm_kwargs.items())
             if k not in _SECRET_KWARGS and k not in _ROUTING_KWARGS
         }
-        return {
+        ident = {
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "params": params,
         }
+        # Two self-hosted servers may both call their model "openai/default": the
+        # endpoint (without credentials) tells their answers apart.
+        endpoint = _settings.endpoint_identity(
+            self.api_base or self.litellm_kwargs.get("base_url")
+        )
+        if endpoint is not None:
+            ident["endpoint"] = endpoint
+        return ident
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
@@ -171,7 +199,12 @@ class Judge:
     # -- worker processes -----------------------------------------------------------
     async def prepare(self) -> None:
         """Get ready to send: import litellm (seconds, so off the event loop), or start
-        the worker processes and wait until each has."""
+        the worker processes and wait until each has. A judge that cannot work as
+        configured raises :class:`~framekit.JudgeConfigurationError` here, before any call."""
+        self._secrets = self._collect_secrets()  # the environment may have changed
+        problem = self.configuration_problem()
+        if problem:
+            raise JudgeConfigurationError(problem)
         if self.processes == 1:
             await asyncio.to_thread(_litellm.litellm)
             return
@@ -262,6 +295,12 @@ class Judge:
             kwargs["api_key"] = self._api_key
         response = await lm.aembedding(model=model, input=texts, **kwargs)
         return [item["embedding"] for item in response.data]
+
+
+def _own_params(cls: type) -> list[str]:
+    """The judge's own keyword parameters (a near miss of one is a typo)."""
+    names = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    return [n for n, p in names.items() if p.kind is p.KEYWORD_ONLY or n == "model"]
 
 
 async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
