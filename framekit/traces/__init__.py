@@ -95,14 +95,30 @@ Where each part lives:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from typing import Any, Literal
 
 import polars as pl
 
-from framekit.traces._assemble import _group, _span_rows, _trace_row
+from framekit.traces._assemble import (
+    SIDE_EFFECT_TOOLS,
+    WEB_SEARCH_TOOLS,
+    StepRules,
+    _root,
+    _span_rows,
+    _trace_row,
+)
 from framekit.traces._read import TraceFormatError, _read
+from framekit.traces._spill import grouped
 
-__all__ = ["SPAN_SCHEMA", "TRACE_SCHEMA", "TraceFormatError", "load"]
+__all__ = [
+    "SIDE_EFFECT_TOOLS",
+    "SPAN_SCHEMA",
+    "TRACE_SCHEMA",
+    "WEB_SEARCH_TOOLS",
+    "TraceFormatError",
+    "load",
+]
 
 _STR = pl.String()
 _MESSAGE = pl.Struct({"role": _STR, "content": _STR})
@@ -140,6 +156,9 @@ SPAN_SCHEMA = pl.Schema(
 def load(
     source: str | os.PathLike[str] | Any,
     level: Literal["trace", "span"] = "trace",
+    *,
+    skip_tools: Iterable[str] | None = None,
+    web_search: bool = True,
 ) -> pl.DataFrame:
     """Load a Phoenix / OpenTelemetry span export as one row per trace or per retrieval step.
 
@@ -155,6 +174,17 @@ def load(
         (``input``, ``output``, ``history``, ``context`` ...). ``"span"``: one row per
         RETRIEVER, RERANKER or informative TOOL span with the columns of
         :data:`SPAN_SCHEMA` (``input`` is the user's question, ``query`` the span's own).
+    skip_tools
+        Span level: TOOL spans whose tool name (``tool.name``, ``gen_ai.tool.name``, else
+        the span name) matches one of these shell-style patterns, case-insensitively, are
+        not retrieval steps. Default :data:`SIDE_EFFECT_TOOLS` (``send_*``, ``write_*``,
+        ``delete_*`` ...: tools that act rather than look something up, as in Phoenix's
+        Retrieval Relevance); ``()`` keeps every tool with an output.
+    web_search
+        Span level: an LLM span that declares or calls a web-search tool
+        (:data:`WEB_SEARCH_TOOLS`) is a retrieval step whose context is its answer and
+        whose query is its last user message (Phoenix's Retrieval Relevance counts web
+        search as retrieval). ``False`` leaves LLM spans out.
 
     Returns
     -------
@@ -188,9 +218,20 @@ def load(
     """
     if level not in ("trace", "span"):
         raise ValueError(f"level must be 'trace' or 'span', not {level!r}")
-    traces = _group(_read(source))
-    if level == "trace":
-        rows = [_trace_row(spans) for spans in traces]
-        return pl.DataFrame(rows, schema=TRACE_SCHEMA, orient="row")
-    steps = [row for spans in traces for row in _span_rows(spans)]
-    return pl.DataFrame(steps, schema=SPAN_SCHEMA, orient="row")
+    if isinstance(skip_tools, str):
+        raise TypeError("skip_tools takes a list of tool names or patterns, not one string")
+    rules = StepRules(
+        skip_tools=SIDE_EFFECT_TOOLS if skip_tools is None else tuple(skip_tools),
+        web_search=web_search,
+    )
+    keyed: list[tuple[Any, Any, tuple[Any, ...]]] = []
+    for batch in grouped(_read(source)):
+        for spans in batch:
+            first = _root(spans).sort_key
+            if level == "trace":
+                keyed.append((first, (), _trace_row(spans)))
+            else:
+                keyed += [(first, s.sort_key, row) for s, row in _span_rows(spans, rules)]
+    keyed.sort(key=lambda item: (item[0], item[1]))
+    schema = TRACE_SCHEMA if level == "trace" else SPAN_SCHEMA
+    return pl.DataFrame([row for _, _, row in keyed], schema=schema, orient="row")
