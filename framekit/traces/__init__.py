@@ -108,10 +108,21 @@ from framekit.traces._assemble import (
     _span_rows,
     _trace_row,
 )
+from framekit.traces._otel import EVENT_NAME, OTLPExportError, to_otel_events
+from framekit.traces._phoenix import ANNOTATION_SCHEMA, PhoenixError, log_to_phoenix, to_annotations
 from framekit.traces._read import TraceFormatError, _read
+from framekit.traces._scored import ExportResult
 from framekit.traces._spill import grouped
 
 __all__ = [
+    "ANNOTATION_SCHEMA",
+    "EVENT_NAME",
+    "ExportResult",
+    "OTLPExportError",
+    "PhoenixError",
+    "log_to_phoenix",
+    "to_annotations",
+    "to_otel_events",
     "SIDE_EFFECT_TOOLS",
     "SPAN_SCHEMA",
     "TRACE_SCHEMA",

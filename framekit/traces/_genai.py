@@ -191,8 +191,9 @@ def _agent_values(attrs: dict[str, Any], inputs: list[Message], outputs: list[Me
 
 
 def _tool(attrs: dict[str, Any]) -> None:
-    if "gen_ai.tool.name" in attrs:
-        attrs.setdefault("tool.name", str(attrs["gen_ai.tool.name"]))
+    name = attrs.get("gen_ai.tool.name") or attrs.get("traceloop.entity.name")
+    if name is not None:
+        attrs.setdefault("tool.name", str(name))
     if "gen_ai.tool.call.arguments" in attrs:
         attrs.setdefault("input.value", _text(attrs["gen_ai.tool.call.arguments"]))
     if "gen_ai.tool.call.result" in attrs:

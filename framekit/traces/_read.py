@@ -52,6 +52,7 @@ _JSON = (".json", ".jsonl", ".ndjson")
 _SUFFIXES = (*_PARQUET, *_JSON, *(f"{s}.gz" for s in _JSON))
 _EXPECTED = ".parquet, .json or .jsonl (.ndjson), the JSON ones optionally gzipped (.gz)"
 _PARQUET_BATCH = 8192
+_MAX_RECORD = 64 * 2**20  # a record spread over lines is given up on past 64 MiB
 _GLOB_MAGIC = re.compile(r"[*?[]")
 # (units per second, smallest plausible value): a 2001+ date in ns is above 1e18, in s 1e9
 _UNITS = ((10**9, 1e17), (10**6, 1e14), (10**3, 1e11), (1, 0.0))
@@ -181,8 +182,22 @@ def _parquet_spans(path: Any, name: str) -> Iterator[_Span]:
 def _json_spans(stream: IO[bytes] | gzip.GzipFile, suffix: str, name: str) -> Iterator[_Span]:
     # newline="": lines split at \n, \r\n or \r as before, the text itself left as written
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    records = _json_records(text.read(), name) if suffix == ".json" else _jsonl_records(text, name)
+    if suffix == ".json":
+        content = text.read()
+        records = _json_records(content, name)
+        if _concatenated(content):  # ConsoleSpanExporter: one pretty-printed span after another
+            records = _jsonl_records(io.StringIO(content, newline=""), name)
+    else:
+        records = _jsonl_records(text, name)
     return (_span(rec, where, name, i) for i, (where, rec) in enumerate(records))
+
+
+def _concatenated(content: str) -> bool:
+    try:
+        json.loads(content)
+    except json.JSONDecodeError as exc:
+        return exc.msg == "Extra data"
+    return False
 
 
 def _columns(frame: pl.DataFrame) -> list[str]:
@@ -228,17 +243,33 @@ def _json_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]
 
 
 def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """One record per line; a record may span lines (``ConsoleSpanExporter`` pretty-prints)."""
+    pending, first = "", 0
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not pending and not line.strip():
             continue
+        pending, first = pending + line, first or lineno
         try:
-            item = json.loads(line)
+            item = json.loads(pending)
+        except json.JSONDecodeError as exc:
+            # Cut short (a record continued on the next line): read on; wrong: stop here.
+            if exc.pos >= len(pending.rstrip()) and len(pending) < _MAX_RECORD:
+                continue
+            raise TraceFormatError(
+                f"{name}: malformed JSON on line {first + exc.lineno - 1} (column {exc.colno}): "
+                f"{exc.msg}"
+            ) from exc
+        where = f"line {first}"
+        pending, first = "", 0
+        for span in _expand(item, where, name):
+            yield where, span
+    if pending.strip():
+        try:
+            json.loads(pending)
         except json.JSONDecodeError as exc:
             raise TraceFormatError(
-                f"{name}: malformed JSON on line {lineno} (column {exc.colno}): {exc.msg}"
+                f"{name}: malformed JSON on line {first} (column {exc.colno}): {exc.msg}"
             ) from exc
-        for span in _expand(item, f"line {lineno}", name):
-            yield f"line {lineno}", span
 
 
 def _is_otlp(item: Mapping[str, Any]) -> bool:
@@ -286,9 +317,9 @@ def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span
     parent = _pick(top, _PARENT_ID)
     kind = attrs.get("openinference.span.kind") or top.get("span_kind") or "UNKNOWN"
     return _Span(
-        trace_id=str(trace_id),
-        span_id=str(span_id),
-        parent_id=str(parent) if parent not in (None, "") else None,
+        trace_id=_hex(trace_id),
+        span_id=_hex(span_id),
+        parent_id=_hex(parent) if parent not in (None, "") else None,
         name=None if top.get("name") is None else str(top["name"]),
         kind=str(kind).upper(),
         start=_time(_pick(top, _START), where, name),
@@ -296,6 +327,12 @@ def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span
         attrs=attrs,
         order=order,
     )
+
+
+def _hex(value: Any) -> str:
+    # ConsoleSpanExporter writes ids as "0x..."; OTLP/JSON and Phoenix as bare hex
+    text = str(value)
+    return text[2:] if text[:2] in ("0x", "0X") else text
 
 
 def _decode_attributes(value: Any, where: str, name: str) -> Any:
