@@ -44,11 +44,34 @@ class GenAIFormatError(ValueError):
     """A ``gen_ai.*`` attribute that does not hold what the conventions say it holds."""
 
 
-def is_genai(attrs: Mapping[str, Any]) -> bool:
-    """Whether a span is read by the GenAI conventions (no OpenInference kind of its own)."""
-    if "openinference.span.kind" in attrs:
-        return False
+def has_genai(attrs: Mapping[str, Any]) -> bool:
+    """Whether a span carries GenAI-convention (or OpenLLMetry) attributes."""
     return any(k.startswith(("gen_ai.", "traceloop.")) for k in attrs)
+
+
+def merge_genai(attrs: dict[str, Any]) -> None:
+    """Add what the ``gen_ai.*`` attributes say to the OpenInference keys (in place).
+
+    A span may carry both (Phoenix converts GenAI spans on ingestion, keeping the
+    ``gen_ai.*`` originals): each OpenInference field it already has wins, the others are
+    filled in from the GenAI attributes.
+    """
+    derived = {k: v for k, v in attrs.items() if k.startswith(("gen_ai.", "traceloop."))}
+    if "openinference.span.kind" in attrs:
+        derived["openinference.span.kind"] = attrs["openinference.span.kind"]
+    translate(derived)
+    present = {_field(k) for k in attrs}
+    for key, value in derived.items():
+        if _field(key) not in present:
+            attrs[key] = value
+
+
+def _field(key: str) -> str:
+    """The OpenInference field a key belongs to: ``llm.input_messages``, ``input.value`` ..."""
+    parts = key.split(".")
+    if parts[0] == "llm" or key.startswith(("retrieval.documents.", "reranker.")):
+        return ".".join(parts[:2])
+    return key
 
 
 def translate(attrs: dict[str, Any]) -> None:
@@ -71,7 +94,7 @@ def translate(attrs: dict[str, Any]) -> None:
         inputs = [*_system(attrs["gen_ai.system_instructions"]), *inputs]
     if kind is None and (inputs or outputs or attrs.get("gen_ai.request.model")):
         kind = "LLM" if operation != "embeddings" else "EMBEDDING"
-    kind = kind or "UNKNOWN"
+    kind = str(attrs.get("openinference.span.kind") or kind or "UNKNOWN").upper()
     attrs["openinference.span.kind"] = kind
     if attrs.get("gen_ai.conversation.id") is not None:
         attrs.setdefault("session.id", str(attrs["gen_ai.conversation.id"]))

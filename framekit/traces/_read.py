@@ -23,7 +23,7 @@ from typing import IO, Any
 import polars as pl
 
 from framekit._errors import InputError
-from framekit.traces._genai import GENAI_JSON_LEAVES, GenAIFormatError, is_genai, translate
+from framekit.traces._genai import GENAI_JSON_LEAVES, GenAIFormatError, has_genai, merge_genai
 
 
 class TraceFormatError(InputError):
@@ -308,9 +308,9 @@ def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span
             raise TraceFormatError(
                 f"{name}: {where}: span has no {what} id (expected one of {', '.join(keys)})"
             )
-    if is_genai(attrs):
+    if has_genai(attrs):
         try:
-            translate(attrs)
+            merge_genai(attrs)
         except GenAIFormatError as exc:
             raise TraceFormatError(f"{name}: {where}: span {span_id}: {exc}") from None
     attrs = {k: v for k, v in attrs.items() if k.startswith(_KEEP)}
