@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framekit import _cli_traces
 from framekit._errors import (
     FramekitError,
     InputError,
@@ -130,6 +131,9 @@ def _cache(args: argparse.Namespace) -> Any:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
+
+    if args.traces is not None:
+        return _cli_traces.run_traces(args)
 
     if not args.input and args.sql is None:
         raise InputError("give an input Parquet file (or glob), or --sql QUERY")
@@ -402,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace result columns that already exist in the input",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _cli_traces.add_trace_arguments(ev)
     ev.set_defaults(handler=_cmd_evaluate)
 
     rep = sub.add_parser(
@@ -437,6 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
     demo.set_defaults(handler=_cmd_demo)
+    _cli_traces.add_export_command(sub)
     return parser
 
 

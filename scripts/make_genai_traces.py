@@ -60,7 +60,9 @@ class _SeededIds(IdGenerator):
 # --- attributes of each kind of span, per convention -------------------------------------
 
 
-def _root(conv: str, question: str | None, answer: str | None, session: str | None) -> dict[str, Any]:
+def _root(
+    conv: str, question: str | None, answer: str | None, session: str | None
+) -> dict[str, Any]:
     if conv == "openinference":
         attrs: dict[str, Any] = {"openinference.span.kind": "AGENT"}
         if question is not None:
@@ -90,7 +92,9 @@ def _current(messages: Messages, calls: Sequence[str] = ()) -> str:
         {"role": role, "parts": [{"type": "text", "content": text}]} for role, text in messages
     ]
     for name in calls:
-        items[-1]["parts"].append({"type": "tool_call", "id": f"call-{name}", "name": name, "arguments": {}})
+        items[-1]["parts"].append(
+            {"type": "tool_call", "id": f"call-{name}", "name": name, "arguments": {}}
+        )
     return json.dumps(items)
 
 
@@ -114,7 +118,9 @@ def _chat(
     rest = [(role, text) for role, text in inputs if role != "system"]
     if conv == "genai":
         if system:
-            attrs["gen_ai.system_instructions"] = json.dumps([{"type": "text", "content": system[0]}])
+            attrs["gen_ai.system_instructions"] = json.dumps(
+                [{"type": "text", "content": system[0]}]
+            )
         attrs["gen_ai.input.messages"] = _current(rest)
         attrs["gen_ai.output.messages"] = _current([("assistant", output)], calls)
         if tools:

@@ -29,7 +29,9 @@ from framekit.evaluators import ResponseRelevance, RetrievalRelevance
 
 pytestmark = pytest.mark.phoenix
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("make_genai", ROOT / "scripts" / "make_genai_traces.py")
+_spec = importlib.util.spec_from_file_location(
+    "make_genai", ROOT / "scripts" / "make_genai_traces.py"
+)
 assert _spec is not None and _spec.loader is not None
 genai = importlib.util.module_from_spec(_spec)
 sys.modules["make_genai"] = genai
@@ -116,9 +118,7 @@ def _otlp_protobuf(request: dict[str, Any]) -> bytes:
     return ParseDict(b64(request), ExportTraceServiceRequest()).SerializeToString()
 
 
-def test_scores_logged_to_phoenix_come_back_on_the_same_spans(
-    phoenix: str, tmp_path: Path
-) -> None:
+def test_scores_logged_to_phoenix_come_back_on_the_same_spans(phoenix: str, tmp_path: Path) -> None:
     import httpx
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace.export import SpanExportResult

@@ -24,7 +24,9 @@ from framekit.traces import TraceFormatError, load
 
 pytest.importorskip("opentelemetry.sdk", reason="framekit[otel] writes the fixtures")
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("make_genai", ROOT / "scripts" / "make_genai_traces.py")
+_spec = importlib.util.spec_from_file_location(
+    "make_genai", ROOT / "scripts" / "make_genai_traces.py"
+)
 assert _spec is not None and _spec.loader is not None
 genai = importlib.util.module_from_spec(_spec)
 sys.modules["make_genai"] = genai
@@ -130,7 +132,8 @@ def test_malformed_genai_messages_name_file_line_and_attribute(tmp_path: Path) -
     path = tmp_path / "bad.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(
-        TraceFormatError, match=r"bad\.jsonl: line 2: span c+: gen_ai\.input\.messages is not valid JSON"
+        TraceFormatError,
+        match=r"bad\.jsonl: line 2: span c+: gen_ai\.input\.messages is not valid JSON",
     ):
         load(path)
 
@@ -230,7 +233,9 @@ def test_to_otel_events_exports_with_the_sdk_to_an_otlp_endpoint(
     records = []
     for body in _Collector.received:
         request = ExportLogsServiceRequest.FromString(body)
-        records += [r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records]
+        records += [
+            r for rl in request.resource_logs for sl in rl.scope_logs for r in sl.log_records
+        ]
     ok = scored.filter(pl.col("coherence_error").is_null())
     assert [(r.trace_id.hex(), r.span_id.hex()) for r in records] == ok.select(
         "trace_id", "span_id").rows()  # fmt: skip

@@ -9,6 +9,7 @@ left alone: OpenInference wins when a span carries both.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -110,7 +111,10 @@ def translate(attrs: dict[str, Any]) -> None:
         _tool(attrs)
     elif kind == "RETRIEVER":
         _retrieval(attrs)
-    for source, target in (("traceloop.entity.input", "input"), ("traceloop.entity.output", "output")):
+    for source, target in (
+        ("traceloop.entity.input", "input"),
+        ("traceloop.entity.output", "output"),
+    ):
         if source in attrs and f"{target}.value" not in attrs:
             attrs[f"{target}.value"] = _text(attrs[source])
             attrs[f"{target}.mime_type"] = "application/json"
@@ -127,7 +131,9 @@ def _json(attrs: Mapping[str, Any], key: str, kind: type) -> Any:
         except json.JSONDecodeError as exc:
             raise GenAIFormatError(f"{key} is not valid JSON ({exc.msg})") from None
     if not isinstance(value, kind):
-        raise GenAIFormatError(f"{key} must be a JSON {kind.__name__}, found {type(value).__name__}")
+        raise GenAIFormatError(
+            f"{key} must be a JSON {kind.__name__}, found {type(value).__name__}"
+        )
     return value
 
 
@@ -135,7 +141,7 @@ def _current_messages(attrs: Mapping[str, Any], key: str) -> list[Message]:
     """``gen_ai.input.messages`` / ``gen_ai.output.messages``: ``[{role, parts: [...]}]``."""
     if key not in attrs:
         return []
-    messages = []
+    messages: list[Message] = []
     for i, item in enumerate(_json(attrs, key, list)):
         if not isinstance(item, Mapping):
             raise GenAIFormatError(f"{key}[{i}] is not a message object")
@@ -174,15 +180,17 @@ def _indexed_messages(attrs: Mapping[str, Any], prefix: str) -> list[Message]:
             index, _, rest = key[start:].partition(".")
             if index.isdigit():
                 fields.setdefault(int(index), {})[rest] = value
-    messages = []
+    messages: list[Message] = []
     for _, item in sorted(fields.items()):
         content = item.get("content")
         if isinstance(content, str) and content.lstrip().startswith("[{"):
-            try:  # multimodal content is written as a JSON list of parts
+            with contextlib.suppress(json.JSONDecodeError):  # multimodal: a JSON list of parts
                 content = _content_text(json.loads(content))
-            except json.JSONDecodeError:
-                pass
-        calls = [str(v) for k, v in sorted(item.items()) if k.startswith("tool_calls.") and k.endswith(".name")]
+        calls = [
+            str(v)
+            for k, v in sorted(item.items())
+            if k.startswith("tool_calls.") and k.endswith(".name")
+        ]
         messages.append((_role(item.get("role")), _text(content), calls))
     return messages
 

@@ -12,7 +12,7 @@ from typing import Any
 import polars as pl
 
 from framekit._errors import FramekitError, InputError
-from framekit.traces._phoenix import annotations
+from framekit.traces._phoenix import annotation_rows
 from framekit.traces._scored import ExportResult
 
 EVENT_NAME = "gen_ai.evaluation.result"
@@ -136,7 +136,7 @@ def to_otel_events(
         endpoint, target = target, None
     if target is None and endpoint is None:
         raise InputError("to_otel_events needs a file path or an endpoint")
-    frame, skipped = annotations(scored, evaluators)
+    frame, skipped = annotation_rows(scored, evaluators)
     _check_ids(frame)
     result = ExportResult(sent=frame.height, skipped_failed=skipped)
     if target is not None:

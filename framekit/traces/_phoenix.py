@@ -40,7 +40,7 @@ class PhoenixError(FramekitError):
     """Phoenix refused or could not take the annotations (the message never holds a key)."""
 
 
-def annotations(
+def annotation_rows(
     scored: Any,
     evaluators: Sequence[Any] | None = None,
     *,
@@ -130,7 +130,7 @@ def to_annotations(
     >>> str(caught[0].message)
     '1 failed rows left out of the annotations (coherence: 1)'
     """
-    frame, skipped = annotations(
+    frame, skipped = annotation_rows(
         scored, evaluators, annotator_kind=annotator_kind, identifier=identifier
     )
     report_skipped(skipped)
@@ -191,10 +191,10 @@ def log_to_phoenix(
 
     if chunk_size < 1:
         raise InputError(f"chunk_size must be >= 1, got {chunk_size}")
-    frame, skipped = annotations(
+    frame, skipped = annotation_rows(
         scored, evaluators, annotator_kind=annotator_kind, identifier=identifier
     )
-    base = (endpoint or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006")
+    base = endpoint or os.environ.get("PHOENIX_COLLECTOR_ENDPOINT") or "http://127.0.0.1:6006"
     base = base.rstrip("/").removesuffix("/v1/traces")
     key = api_key if api_key is not None else os.environ.get("PHOENIX_API_KEY")
     headers = {"accept": "application/json"}
@@ -246,7 +246,9 @@ def _request(
             wait = _retry_after(response.headers.get("retry-after"))
         if attempt == max_retries:
             break
-        time.sleep(wait if wait is not None else min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1))
+        time.sleep(
+            wait if wait is not None else min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1)
+        )
     raise PhoenixError(
         _redact(f"Phoenix {method} {path} failed after {max_retries + 1} tries: {problem}", key)
     )
