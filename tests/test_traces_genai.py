@@ -251,3 +251,43 @@ def test_to_otel_events_refuses_ids_that_are_not_otel_ids(tmp_path: Path) -> Non
     with pytest.raises(fk.InputError, match="'c-root' is not an OpenTelemetry span id"):
         fk.traces.to_otel_events(scored, tmp_path / "e.jsonl")
     assert not (tmp_path / "e.jsonl").exists()
+
+
+# --- the command line ---------------------------------------------------------------------
+
+
+def test_cli_scores_a_trace_export_and_exports_its_annotations(
+    files: dict[tuple[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("onnxruntime", reason="the offline judge needs framekit[local]")
+    from framekit.cli import main
+
+    out = tmp_path / "scored.parquet"
+    export = str(files[("genai", "otlp")])
+    argv = ["evaluate", "--traces", export, "-o", str(out), "-e", "retrieval_relevance",
+            "--level", "span", "--judge", "local", "--no-cache", "-q"]  # fmt: skip
+    assert main(argv) == 0
+    scored = pl.read_parquet(out)
+    assert scored["span_id"].to_list() == load(export, level="span")["span_id"].to_list()
+    assert scored["retrieval_relevance_error"].null_count() == scored.height
+
+    events = tmp_path / "events.jsonl"
+    assert main(["export-annotations", str(out), "--otlp", str(events)]) == 0
+    assert f"sent {scored.height} annotations" in capsys.readouterr().out
+    records = json.loads(events.read_text())["resourceLogs"][0]["scopeLogs"][0]["logRecords"]
+    assert [r["spanId"] for r in records] == scored["span_id"].to_list()
+
+
+def test_cli_refuses_a_missing_export_and_an_input_next_to_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from framekit.cli import main
+
+    missing = ["evaluate", "--traces", str(tmp_path / "nope.jsonl"), "-o", "x.parquet",
+               "-e", "coherence"]  # fmt: skip
+    assert main(missing) == 2
+    assert "nope.jsonl: no such span export" in capsys.readouterr().err
+    both = ["evaluate", "t.parquet", "--traces", "x.jsonl", "-o", "o.parquet", "-e", "coherence"]
+    assert main(both) == 2
+    assert "either --traces or an input" in capsys.readouterr().err
+    assert not (tmp_path / "x.parquet").exists()

@@ -1,4 +1,5 @@
-"""Load OpenInference span exports (Phoenix, OpenTelemetry) as tables ready to evaluate.
+"""Load span exports (OpenInference / Phoenix, OpenTelemetry GenAI) as tables to evaluate,
+and send the scores back where the traces live.
 
 ``fk.traces.load(source, level="trace")`` reads spans written by Phoenix or an
 OpenTelemetry exporter and returns a polars DataFrame whose columns match framekit's
@@ -51,6 +52,50 @@ Attributes may be a nested dict (``{"input": {"value": ...}}``), a dict of dotte
 - ``llm.input_messages.N.message.role`` / ``.message.content`` (or
   ``.message.contents.M.message_content.text``), and the same for ``llm.output_messages``
 
+OpenTelemetry GenAI conventions
+-------------------------------
+A span with ``gen_ai.*`` (or OpenLLMetry's ``traceloop.*``) attributes is read by the
+GenAI semantic conventions; the convention is decided span by span, so one file may mix
+both. Its attributes are translated to the OpenInference fields above (a field the span
+already has in OpenInference form, as Phoenix writes after converting GenAI spans, wins):
+
+- kind from ``gen_ai.operation.name``: ``chat`` / ``text_completion`` /
+  ``generate_content`` -> LLM, ``execute_tool`` -> TOOL, ``invoke_agent`` /
+  ``create_agent`` -> AGENT, ``retrieval`` -> RETRIEVER, ``embeddings``; else from
+  ``traceloop.span.kind`` (``workflow`` / ``task`` -> CHAIN, ``agent``, ``tool``); a span
+  with messages or ``gen_ai.request.model`` and no operation is an LLM span.
+- messages, current form: ``gen_ai.input.messages`` / ``gen_ai.output.messages`` (JSON
+  ``[{"role", "parts": [{"type": "text", "content"}, {"type": "tool_call", "name"},
+  {"type": "tool_call_response", "response"}]}]``), ``gen_ai.system_instructions``
+  (a system message first); older form: ``gen_ai.prompt.N.role`` / ``.content`` and
+  ``gen_ai.completion.N.role`` / ``.content`` / ``.tool_calls.M.name``. On an AGENT or
+  workflow span, the last user and assistant messages are its input and output.
+- ``gen_ai.conversation.id`` -> ``session.id``.
+- tools: ``gen_ai.tool.name`` (or ``traceloop.entity.name``) -> ``tool.name``,
+  ``gen_ai.tool.call.arguments`` / ``gen_ai.tool.call.result`` -> ``input.value`` /
+  ``output.value``; ``gen_ai.tool.definitions`` -> ``llm.tools``.
+- retrieval: ``gen_ai.retrieval.query.text`` -> ``input.value``,
+  ``gen_ai.retrieval.documents`` (JSON ``[{"id", "content"}]`` or strings) -> documents.
+- OpenLLMetry's ``traceloop.entity.input`` / ``.output`` -> ``input.value`` /
+  ``output.value`` (JSON).
+
+A ``gen_ai.*`` message or document list that is not the JSON the conventions define is a
+:class:`TraceFormatError` naming the file, the line, the span and the attribute.
+
+Large exports
+-------------
+JSONL and Parquet files are read record by record (a single ``.json`` document is parsed
+whole), each span keeps only the attributes above, and past 100,000 spans the spans are
+spilled to temporary files partitioned by trace id, so memory holds one partition at a
+time plus the result (``benchmarks/bench_traces.py``). ``ConsoleSpanExporter`` dumps
+(pretty-printed spans one after another, ``0x`` ids) read as JSON lines do.
+
+Scores back out
+---------------
+:func:`to_annotations` (Phoenix's span-annotation shape), :func:`log_to_phoenix` (a
+running Phoenix server, REST API) and :func:`to_otel_events` (``gen_ai.evaluation.result``
+events parented to each span, OTLP/JSON or an OTLP endpoint).
+
 Rules
 -----
 Text of a value
@@ -76,10 +121,13 @@ The last LLM span
     span, else the documents of its RETRIEVER spans; in start order, repeats dropped.
     ``session_id``: the root's ``session.id``, else the first span's that has one.
     ``status_code`` and ``start_time``: the root's.
-``level="span"`` (one row per retrieval step)
+``level="span"`` (one row per retrieval step, by Phoenix's Retrieval Relevance rules)
     RETRIEVER spans (context = ``retrieval.documents``), RERANKER spans (context =
-    ``reranker.output_documents``) and TOOL spans with a non-empty ``output.value``
-    (context = ``[output.value]``). ``input`` is the trace's input (the user's question,
+    ``reranker.output_documents``), TOOL spans with a non-empty ``output.value``
+    (context = ``[output.value]``) except side-effect tools (``skip_tools``, default
+    :data:`SIDE_EFFECT_TOOLS`: ``send_email``, ``write_file`` ...), and LLM spans that
+    declare or call a web-search tool (``web_search=True``; context = the span's answer,
+    ``query`` its last user message). ``input`` is the trace's input (the user's question,
     as at trace level); ``query`` is the span's own ``input.value`` text (a reranker
     without one: ``reranker.query``).
 
@@ -90,6 +138,9 @@ Where each part lives:
   :class:`TraceFormatError`.
 - ``_assemble``: spans grouped into traces, and the trace- and span-level rows.
 - ``_text``: text and chat messages out of JSON ``input.value`` / ``output.value``.
+- ``_genai``: GenAI-convention attributes translated to OpenInference keys.
+- ``_spill``: spans grouped by trace, spilled to disk past 100,000 spans.
+- ``_phoenix`` / ``_otel`` / ``_scored``: scores out as Phoenix annotations and OTel events.
 """
 
 from __future__ import annotations
