@@ -47,6 +47,8 @@ def run_traces(args: argparse.Namespace) -> int:
         raise InputError("--traces replaces the input table: give either --traces or an input")
     if args.output is None:
         raise InputError("give the destination with -o OUT")
+    if args.dry_run:
+        raise InputError("--dry-run plans Parquet inputs; it does not take --traces yet")
     evaluators = cli._evaluators(args.evaluators or [])
     try:
         table = fk.traces.load(args.traces, level=args.level)

@@ -16,8 +16,10 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +29,8 @@ import pytest
 import framekit as fk
 from framekit.evaluators import ResponseRelevance, RetrievalRelevance
 
-pytestmark = pytest.mark.phoenix
+# A cold Phoenix start takes ~40 s on a quiet 2-core machine, minutes on a loaded one.
+pytestmark = [pytest.mark.phoenix, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location(
     "make_genai", ROOT / "scripts" / "make_genai_traces.py"
@@ -77,7 +80,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     import httpx
 
     try:
-        deadline = time.monotonic() + 180  # a cold start on a busy 2-core machine: ~40 s
+        deadline = time.monotonic() + 600
         while True:
             if server.poll() is not None:
                 text = (workdir / "server.log").read_text(errors="replace")[-2000:]
@@ -88,7 +91,7 @@ def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail("phoenix serve did not answer /healthz within 180 s")
+                pytest.fail("phoenix serve did not answer /healthz within 600 s")
             time.sleep(0.5)
         yield url
     finally:
@@ -164,9 +167,14 @@ def test_scores_logged_to_phoenix_come_back_on_the_same_spans(phoenix: str, tmp_
                                    progress=False)  # fmt: skip
     scored_steps = fk.evaluate_dataframe(steps, [RetrievalRelevance()], judge="local",
                                          cache=False, progress=False)  # fmt: skip
-    result = fk.traces.log_to_phoenix(scored, endpoint=phoenix, project="default", chunk_size=3)
+    # Through a proxy that answers the first annotation request with a 503: retried.
+    with _flaky_proxy(phoenix, fail_first=1) as (proxy, seen):
+        result = fk.traces.log_to_phoenix(scored, endpoint=proxy, project="default", chunk_size=3)
+    assert result.sent == 8 and result.skipped_failed == {"response_relevance": 0}
+    posts = [status for method, status in seen if method == "POST"]
+    assert posts == [503, 200, 200, 200]  # 8 annotations in chunks of 3, one retried
     more = fk.traces.log_to_phoenix(scored_steps, endpoint=phoenix)
-    assert result.sent == 8 and more.sent == 6
+    assert more.sent == 6
 
     # Read back through Phoenix's client: the same span ids carry the same scores.
     ids = scored["span_id"].to_list() + scored_steps["span_id"].to_list()
@@ -180,6 +188,60 @@ def test_scores_logged_to_phoenix_come_back_on_the_same_spans(phoenix: str, tmp_
     }
     assert got == sent_scores
     assert all(a["annotator_kind"] == "LLM" for a in back)
+
+
+class _FlakyProxy(ThreadingHTTPServer):
+    upstream: str
+    fail_first: int
+    seen: list[tuple[str, int]]
+
+
+class _Forward(BaseHTTPRequestHandler):
+    server: _FlakyProxy
+
+    def _forward(self) -> None:
+        import httpx
+
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        if self.command == "POST" and self.server.fail_first > 0:
+            self.server.fail_first -= 1
+            self.server.seen.append((self.command, 503))
+            self.send_response(503)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        headers = {
+            k: v for k, v in self.headers.items() if k.lower() not in ("host", "content-length")
+        }
+        reply = httpx.request(self.command, self.server.upstream + self.path, content=body,
+                              headers=headers)  # fmt: skip
+        self.server.seen.append((self.command, reply.status_code))
+        self.send_response(reply.status_code)
+        self.send_header("content-type", reply.headers.get("content-type", "application/json"))
+        self.send_header("content-length", str(len(reply.content)))
+        self.end_headers()
+        self.wfile.write(reply.content)
+
+    do_GET = do_POST = _forward  # noqa: N815
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+class _flaky_proxy:  # noqa: N801
+    """A loopback proxy to ``upstream`` that answers the first ``fail_first`` POSTs 503."""
+
+    def __init__(self, upstream: str, fail_first: int) -> None:
+        self.server = _FlakyProxy(("127.0.0.1", 0), _Forward)
+        self.server.upstream, self.server.fail_first, self.server.seen = upstream, fail_first, []
+
+    def __enter__(self) -> tuple[str, list[tuple[str, int]]]:
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.server.server_address[1]}", self.server.seen
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def test_phoenix_refusal_names_the_problem_without_the_key(phoenix: str) -> None:
