@@ -146,8 +146,12 @@ def test_large_export_spilled_to_disk_loads_like_in_memory(
     path = files[("genai", "otlp")]
     in_memory = load(path, level="span"), load(path)
     monkeypatch.setattr(spill, "_IN_MEMORY", 2)  # spill after the third span
+    spilled: list[int] = []
+    real_spill = spill._spill
+    monkeypatch.setattr(spill, "_spill", lambda s, f: spilled.append(1) or real_spill(s, f))
     assert load(path, level="span").equals(in_memory[0])
     assert load(path).equals(in_memory[1])
+    assert len(spilled) == 2 * len(genai.record("genai"))  # every span went through disk
 
 
 # --- scores back out ----------------------------------------------------------------------

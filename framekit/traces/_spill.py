@@ -23,11 +23,12 @@ _IN_MEMORY = 100_000
 _PARTITIONS = 64
 
 
-def grouped(spans: Iterable[_Span], in_memory: int = _IN_MEMORY) -> Iterator[list[list[_Span]]]:
+def grouped(spans: Iterable[_Span], in_memory: int | None = None) -> Iterator[list[list[_Span]]]:
     """Batches of whole traces; each trace's spans sorted, duplicates dropped.
 
     Batches come in no particular order: callers sort the rows they build.
     """
+    in_memory = _IN_MEMORY if in_memory is None else in_memory
     it = iter(spans)
     buffer: list[_Span] = []
     for span in it:
