@@ -117,8 +117,17 @@ def test_genai_spans_in_parquet_and_jsonl_rows(
     pl.DataFrame(flat).write_parquet(tmp_path / "genai.parquet")
     (tmp_path / "genai.jsonl").write_text("".join(json.dumps(r) + "\n" for r in flat))
     expected = load(files[("openinference", "console")]).drop("status_code")
-    for name in ("genai.parquet", "genai.jsonl"):
+    for name in ("genai.parquet", "genai.jsonl"):  # no status field here: status_code null
         assert load(tmp_path / name).drop("status_code").to_dicts() == expected.to_dicts()
+
+
+def test_otlp_and_console_dumps_of_the_same_spans_load_alike(
+    files: dict[tuple[str, str], Path],
+) -> None:
+    for convention in genai.CONVENTIONS:
+        otlp, console = files[(convention, "otlp")], files[(convention, "console")]
+        assert load(otlp).to_dicts() == load(console).to_dicts()
+        assert load(otlp)["status_code"].to_list() == ["UNSET"] * 4
 
 
 def test_malformed_genai_messages_name_file_line_and_attribute(tmp_path: Path) -> None:

@@ -323,7 +323,8 @@ def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span
         name=None if top.get("name") is None else str(top["name"]),
         kind=str(kind).upper(),
         start=_time(_pick(top, _START), where, name),
-        status=_status(_pick(top, _STATUS)),
+        # OTLP/JSON leaves out a default (UNSET) status: it is UNSET, not unknown
+        status=_status(_pick(top, _STATUS)) or ("UNSET" if "spanId" in record else None),
         attrs=attrs,
         order=order,
     )
