@@ -183,6 +183,7 @@ __all__ = [
 ]
 
 _STR = pl.String()
+_KEY_TYPES = (pl.Boolean(), pl.Datetime("us", "UTC"), pl.Int64())  # a span's sort_key
 _MESSAGE = pl.Struct({"role": _STR, "content": _STR})
 _TIME = pl.Datetime("us", "UTC")
 
@@ -286,14 +287,20 @@ def load(
         skip_tools=SIDE_EFFECT_TOOLS if skip_tools is None else tuple(skip_tools),
         web_search=web_search,
     )
-    keyed: list[tuple[Any, Any, tuple[Any, ...]]] = []
+    schema = TRACE_SCHEMA if level == "trace" else SPAN_SCHEMA
+    # Each batch of traces becomes a small frame at once (Arrow memory, not Python
+    # objects), with its sort key as columns: the order is the root's start, then the span's.
+    keys = pl.Schema({f"_k{i}": dtype for i, dtype in enumerate(_KEY_TYPES * 2)})
+    parts = [pl.DataFrame(schema={**keys, **schema})]
     for batch in grouped(_read(source)):
+        rows: list[tuple[Any, ...]] = []
         for spans in batch:
             first = _root(spans).sort_key
             if level == "trace":
-                keyed.append((first, (), _trace_row(spans)))
+                rows.append((*first, *first, *_trace_row(spans)))
             else:
-                keyed += [(first, s.sort_key, row) for s, row in _span_rows(spans, rules)]
-    keyed.sort(key=lambda item: (item[0], item[1]))
-    schema = TRACE_SCHEMA if level == "trace" else SPAN_SCHEMA
-    return pl.DataFrame([row for _, _, row in keyed], schema=schema, orient="row")
+                rows += [(*first, *s.sort_key, *row) for s, row in _span_rows(spans, rules)]
+        if rows:
+            parts.append(pl.DataFrame(rows, schema={**keys, **schema}, orient="row"))
+    frame = pl.concat(parts, rechunk=True)
+    return frame.sort(list(keys), maintain_order=True).drop(list(keys))
