@@ -139,13 +139,19 @@ def measure(path: Path, spans: int, in_memory: bool) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--spans", type=int, default=1_000_000)
+    parser.add_argument(
+        "--exports", metavar="DIR", help="keep the exports here and reuse them if present"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="framekit-bench-traces-") as tmp:
-        small, full = Path(tmp) / "small.jsonl", Path(tmp) / "full.jsonl"
+        where = Path(args.exports or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        small, full = where / "small.jsonl", where / "full.jsonl"
         started = time.perf_counter()
-        write_export(small, args.spans // 10)
-        write_export(full, args.spans)
-        print(f"wrote the exports in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        for path, spans in ((small, args.spans // 10), (full, args.spans)):
+            if not path.exists():
+                write_export(path, spans)
+        print(f"exports ready in {time.perf_counter() - started:.0f} s", file=sys.stderr)
         cases = {
             "small_in_memory": measure(small, args.spans // 10, in_memory=True),
             "full_spilled": measure(full, args.spans, in_memory=False),
