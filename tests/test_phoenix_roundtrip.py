@@ -30,7 +30,7 @@ import framekit as fk
 from framekit.evaluators import ResponseRelevance, RetrievalRelevance
 
 # A cold Phoenix start takes ~40 s on a quiet 2-core machine, minutes on a loaded one.
-pytestmark = [pytest.mark.phoenix, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.phoenix_server, pytest.mark.timeout(900)]
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location(
     "make_genai", ROOT / "scripts" / "make_genai_traces.py"
