@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framekit import _cli_traces
 from framekit._cli_checks import unpaired_key
 from framekit._errors import (
     FramekitError,
@@ -90,12 +91,31 @@ def _cache(args: argparse.Namespace) -> Any:
     return False if args.no_cache else args.cache
 
 
+def _evaluators(names: Sequence[str]) -> list[Any]:
+    from framekit.evaluators.registry import evaluators_by_names
+
+    return evaluators_by_names(names)
+
+
+class _SharedOptions:
+    """How every scoring command reads the options they share (handed to sub-modules,
+    which never import this module back)."""
+
+    evaluators = staticmethod(_evaluators)
+    mapping = staticmethod(_mapping)
+    judge = staticmethod(_judge)
+    cache = staticmethod(_cache)
+
+
 # --------------------------------------------------------------------------- evaluate
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
     from framekit.evaluators.registry import evaluators_by_names
+
+    if args.traces is not None:
+        return _cli_traces.run_traces(args, _SharedOptions)
 
     if not args.input and args.sql is None:
         raise InputError("give an input Parquet file (or glob), or --sql QUERY")
@@ -350,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace result columns that already exist in the input",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _cli_traces.add_trace_arguments(ev)
     ev.set_defaults(handler=_cmd_evaluate)
 
     rep = sub.add_parser(
@@ -385,6 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
     demo.set_defaults(handler=_cmd_demo)
+    _cli_traces.add_export_command(sub)
 
     from framekit import cli_gate
 

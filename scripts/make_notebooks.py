@@ -32,8 +32,9 @@ SCORE_TRACES = [
     new_markdown_cell(
         "# Score logged traces\n\n"
         "Load an OpenInference span export (as Phoenix or an OpenTelemetry exporter writes "
-        "it), score each conversation's last turn, inspect the failures with polars, and "
-        "query the results with DuckDB."
+        "it; OpenTelemetry GenAI `gen_ai.*` spans load the same way), score each "
+        "conversation's last turn, inspect the failures with polars, query the results "
+        "with DuckDB, and write the scores back as span annotations."
     ),
     new_code_cell(SETUP),
     new_markdown_cell(
@@ -101,6 +102,31 @@ SCORE_TRACES = [
         "    order by answer_relevance nulls first\n"
         '    """\n'
         ").pl()"
+    ),
+    new_markdown_cell(
+        "## Write the scores back where the traces live\n\n"
+        "`fk.traces.to_annotations` gives Phoenix's span-annotation shape, one row per "
+        "(span, evaluator); failed rows are left out and counted. With a Phoenix server "
+        "running, `fk.traces.log_to_phoenix(scored, endpoint=...)` sends them (in chunks, "
+        "with retries) and they show next to each span."
+    ),
+    new_code_cell(
+        "annotations = fk.traces.to_annotations(scored)\n"
+        'annotations.select("span_id", "name", "label", "score").head(4)'
+    ),
+    new_markdown_cell(
+        "For OpenTelemetry back ends, `to_otel_events` writes one `gen_ai.evaluation.result` "
+        "event per score, parented to its span (`traceId`, `spanId`), as OTLP/JSON; with "
+        "`endpoint=` it exports them with the OpenTelemetry SDK instead."
+    ),
+    new_code_cell(
+        "import json\n\n"
+        'result = fk.traces.to_otel_events(retrieval, "evaluation_events.jsonl")\n'
+        "print(result)\n"
+        'request = json.loads(open("evaluation_events.jsonl").readline())\n'
+        'event = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]\n'
+        '{"eventName": event["eventName"], "spanId": event["spanId"],\n'
+        ' **{a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}}'
     ),
 ]
 

@@ -47,6 +47,7 @@ def test_score_traces_notebook_runs(tmp_path):
     notebook = _run("01_score_traces.ipynb", tmp_path)
     texts = "".join(str(o.get("data", {}).get("text/plain", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "response_relevance" in texts and "mean_retrieval_relevance" in texts
+    assert "gen_ai.evaluation.result" in texts  # the scores written back as OTel events
 
 
 def test_compare_retrieval_notebook_runs_and_plots(tmp_path):
