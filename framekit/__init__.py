@@ -40,7 +40,7 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
-_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
+_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
