@@ -138,9 +138,10 @@ def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_clus
     frame.write_parquet(source, row_group_size=100)
     evs = [RetrievalRelevance()]
     local = fk.evaluate_parquet(source, tmp_path / "local.parquet", evs, MAPPING, judge="local",
-                                cache=False, progress=False)  # fmt: skip
+                                cache=False, progress=False, slice_rows=100)  # fmt: skip
     on_ray = fk.evaluate_parquet(source, tmp_path / "ray.parquet", evs, MAPPING, judge="local",
-                                 cache=False, progress=False, engine="ray", workers=2)  # fmt: skip
+                                 cache=False, progress=False, slice_rows=100, engine="ray",
+                                 workers=2)  # fmt: skip
     assert on_ray.rows == local.rows == 300
     assert on_ray.slices == 3
     assert on_ray.stats.embeddings_computed == local.stats.embeddings_computed > 0
