@@ -57,7 +57,9 @@ def limiter_counts(judge: fk.Judge) -> dict[str, int]:
 
     from framekit.ray._limiter import NAMESPACE, limiter_name
 
-    actor = ray.get_actor(limiter_name(judge.model, judge.api_base, judge.rpm, judge.tpm), NAMESPACE)
+    actor = ray.get_actor(
+        limiter_name(judge.model, judge.api_base, judge.rpm, judge.tpm), NAMESPACE
+    )
     return ray.get(actor.counts.remote())  # type: ignore[no-any-return]
 
 
@@ -83,8 +85,12 @@ def test_unknown_engine_is_an_input_error(tmp_path):
     retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
     with pytest.raises(fk.InputError, match="engine must be 'local' or 'ray'"):
         fk.evaluate_parquet(
-            tmp_path / "in.parquet", tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING,
-            judge="local", engine="spark",
+            tmp_path / "in.parquet",
+            tmp_path / "out.parquet",
+            [RetrievalRelevance()],
+            MAPPING,
+            judge="local",
+            engine="spark",
         )
 
 
@@ -98,8 +104,13 @@ def test_dataset_scores_like_evaluate_dataframe_dedups_per_block_and_shares_the_
     frame = retrieval_frame(120, distinct=30)
     judge = sim_judge(judge_simulator, rpm=6001, concurrency=4)
     scored = fkray.evaluate_dataset(
-        ray.data.from_arrow(frame.to_arrow()), [RetrievalRelevance()], MAPPING,
-        judge=judge, cache=False, workers=2, batch_rows=40,
+        ray.data.from_arrow(frame.to_arrow()),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=False,
+        workers=2,
+        batch_rows=40,
     )
     got = collect(scored)
     # Three blocks of 40 rows, each holding all 30 distinct requests: deduplicated within
@@ -145,7 +156,9 @@ def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_clus
     assert on_ray.rows == local.rows == 300
     assert on_ray.slices == 3
     assert on_ray.stats.embeddings_computed == local.stats.embeddings_computed > 0
-    assert pl.read_parquet(tmp_path / "ray.parquet").equals(pl.read_parquet(tmp_path / "local.parquet"))
+    assert pl.read_parquet(tmp_path / "ray.parquet").equals(
+        pl.read_parquet(tmp_path / "local.parquet")
+    )
     assert not list(tmp_path.glob(".ray.parquet.framekit-parts"))
 
 
@@ -163,7 +176,9 @@ def _quiet(sim, seconds: float = 1.5) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.1)
 
 
-def test_killed_driver_rerun_pays_only_for_calls_in_flight(ray_cluster, simulator_factory, tmp_path):
+def test_killed_driver_rerun_pays_only_for_calls_in_flight(
+    ray_cluster, simulator_factory, tmp_path
+):
     sim = simulator_factory(latency=0.1)
     rows, workers, concurrency = 400, 2, 4
     retrieval_frame(rows).write_parquet(tmp_path / "runs.parquet", row_group_size=40)
@@ -190,7 +205,9 @@ def test_killed_driver_rerun_pays_only_for_calls_in_flight(ray_cluster, simulato
     assert first < rows
     assert not (tmp_path / "scored.parquet").exists()
 
-    again = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    again = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
     assert again.returncode == 0, again.stderr
     scored = pl.read_parquet(tmp_path / "scored.parquet")
     assert scored.height == rows

@@ -111,7 +111,9 @@ def evaluate_dataset(
     Parameters
     ----------
     ds
-        The rows to score, e.g. ``ray.data.read_parquet("s3://bucket/traces/")``.
+        The rows to score, e.g. ``ray.data.read_parquet("s3://bucket/traces/")``. Ray
+        hands each worker whole blocks: a dataset of one block (``from_arrow(table)``)
+        keeps one worker busy; ``ds.repartition(n)`` spreads it.
     evaluators, mapping, details, overwrite
         As for :func:`framekit.evaluate_dataframe`. Errors are recorded per row
         (``on_error="record"``).
@@ -128,7 +130,8 @@ def evaluate_dataset(
     num_cpus
         CPUs reserved per worker. Default 0.25 for an API judge, 1 for the offline judge.
     batch_rows
-        Rows per block a worker scores at once (requests are deduplicated within it).
+        Rows a worker scores at once (requests are deduplicated within them; the cache
+        catches repeats across batches).
     shared_limit
         Pace every worker through one named limiter actor holding the judge's RPM, TPM
         and 429 pause (default). ``False`` gives each worker its own limiter with the

@@ -57,7 +57,7 @@ def evaluate_parquet(
     mapping: Mapping[str, MappingValue] | None = None,
     *,
     judge: JudgeLike | None = None,
-    cache: Cache | str | os.PathLike[str] | bool | None = None,
+    cache: Cache | str | bool | None = None,
     on_error: OnError = "record",
     progress: bool = True,
     details: bool = False,

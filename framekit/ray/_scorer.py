@@ -53,7 +53,7 @@ class BlockScorer:
         self.spec = spec
         self.judge = spec.judge
         if isinstance(self.judge, LocalJudge):
-            _ = self.judge.embedder  # the model loads here, once per actor
+            self.judge = _local_judge_for_this_worker(self.judge)
         elif spec.limiter is not None:
             from framekit.ray._limiter import RemoteLimiter
 
@@ -119,6 +119,21 @@ class SliceScorer(BlockScorer):
                 )
             )
         return _arrow(pl.concat(out))
+
+
+def _local_judge_for_this_worker(judge: LocalJudge) -> LocalJudge:
+    """The offline judge with its model loaded now (once per actor, not per block), using
+    as many onnxruntime threads as Ray gave this worker CPUs: by default it would take
+    every core of the machine, and N workers on one machine would fight over them."""
+    import ray
+
+    from framekit.judges.embedder import LocalEmbedder
+
+    if judge._embedder is None:
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+        judge = LocalJudge(LocalEmbedder(threads=max(1, round(cpus))))
+    _ = judge.embedder
+    return judge
 
 
 def _arrow(frame: pl.DataFrame) -> pa.Table:
