@@ -162,6 +162,23 @@ def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_clus
     assert not list(tmp_path.glob(".ray.parquet.framekit-parts"))
 
 
+def test_a_key_from_the_environment_does_not_travel_to_the_workers(monkeypatch):
+    import pickle
+
+    from framekit.ray._dataset import run_spec
+
+    monkeypatch.setenv("FRAMEKIT_API_KEY", "sk-from-env-CANARY-42")
+    judge = fk.Judge("openai/sim", api_base="http://127.0.0.1:9/v1")
+    spec = run_spec([RetrievalRelevance()], MAPPING, judge, False, False, False, False)
+    assert spec.key_from_env
+    assert b"CANARY-42" not in pickle.dumps(spec)
+    assert judge.secrets == ["sk-from-env-CANARY-42"]  # the caller's judge is unchanged
+    explicit = fk.Judge("openai/sim", api_key="sk-explicit-CANARY-7")
+    assert not run_spec(
+        [RetrievalRelevance()], MAPPING, explicit, False, False, False, False
+    ).key_from_env
+
+
 def _sent_per_prompt(sim) -> collections.Counter[str]:  # type: ignore[no-untyped-def]
     return collections.Counter(json.dumps(r["messages"]) for r in sim.requests)
 
@@ -182,13 +199,15 @@ def test_killed_driver_rerun_pays_only_for_calls_in_flight(
     sim = simulator_factory(latency=0.1)
     rows, workers, concurrency = 400, 2, 4
     retrieval_frame(rows).write_parquet(tmp_path / "runs.parquet", row_group_size=40)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FRAMEKIT_API_KEY": "sk-test",
+    # Not FRAMEKIT_API_KEY: that one is read from the workers' own environment (the Ray
+    # instance's, started by this test session), where it is not set.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIM_KEY": "sk-test",
            "LITELLM_OFFLINE_MODE": "true"}  # fmt: skip
     env.pop("FRAMEKIT_JUDGE", None)
     command = [
         sys.executable, "-m", "framekit.cli", "evaluate", "runs.parquet",
         "-e", "retrieval_relevance", "--map", "input=question", "--map", "context=docs",
-        "--judge", "openai/sim", "--api-base", sim.api_base, "--concurrency", str(concurrency),
+        "--judge", "openai/sim", "--api-base", sim.api_base, "--api-key-env", "SIM_KEY", "--concurrency", str(concurrency),
         "--engine", "ray", "--address", ray_cluster, "--workers", str(workers),
         "--cache", str(tmp_path / "cache"), "-o", "scored.parquet", "-q",
     ]  # fmt: skip

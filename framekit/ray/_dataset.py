@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -18,7 +19,7 @@ from framekit.judges.base import JudgeLike, resolve_judge
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.ray._limiter import shared_limiter
-from framekit.ray._scorer import BlockScorer, RunSpec
+from framekit.ray._scorer import ENV_API_KEY, BlockScorer, RunSpec
 
 #: Rows per block handed to a worker. Requests are deduplicated within a block, so larger
 #: blocks dedup more; smaller ones spread better over workers and lose less when killed.
@@ -68,9 +69,19 @@ def run_spec(
     evs = _check_evaluators(evaluators)
     resolved = resolve_judge(judge)
     limiter = None
-    if shared_limit and isinstance(resolved, Judge):
-        limiter = shared_limiter(resolved.model, resolved.api_base, resolved.rpm, resolved.tpm)
-    return RunSpec(evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter)
+    key_from_env = False
+    if isinstance(resolved, Judge):
+        if shared_limit:
+            limiter = shared_limiter(resolved.model, resolved.api_base, resolved.rpm, resolved.tpm)
+        # The spec travels through Ray's object store (which may spill to disk): a key
+        # that came from the environment is left out and read from each worker's own.
+        if resolved._api_key and resolved._api_key == os.environ.get(ENV_API_KEY):
+            resolved = copy.copy(resolved)
+            resolved._api_key = None
+            key_from_env = True
+    return RunSpec(
+        evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env
+    )
 
 
 def pool_settings(

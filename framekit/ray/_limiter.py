@@ -75,15 +75,19 @@ def shared_limiter(model: str, api_base: str | None, rpm: float | None, tpm: flo
     It is detached (it outlives the job that made it, so concurrent and later jobs on the
     same key share its state) and takes no CPU.
     """
-    return ray.remote(_LimiterActor).options(
-        num_cpus=0,
-        # Every waiting request of every worker is one pending call.
-        max_concurrency=10_000,
-        name=limiter_name(model, api_base, rpm, tpm),
-        namespace=NAMESPACE,
-        lifetime="detached",
-        get_if_exists=True,
-    ).remote(rpm, tpm)
+    return (
+        ray.remote(_LimiterActor)
+        .options(
+            num_cpus=0,
+            # Every waiting request of every worker is one pending call.
+            max_concurrency=10_000,
+            name=limiter_name(model, api_base, rpm, tpm),
+            namespace=NAMESPACE,
+            lifetime="detached",
+            get_if_exists=True,
+        )
+        .remote(rpm, tpm)
+    )
 
 
 class RemoteLimiter:

@@ -11,6 +11,7 @@ Requests are deduplicated within the block; the cache spans blocks and workers.
 from __future__ import annotations
 
 import asyncio
+import os
 import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import Any
 import polars as pl
 import pyarrow as pa
 
+from framekit._errors import InputError
 from framekit._mapping import MappingValue
 from framekit.engine.stats import last_run
 from framekit.evaluators.base import Evaluator
@@ -29,6 +31,8 @@ from framekit.judges.local import LocalJudge
 
 #: Extra columns of a slice's output (evaluate_parquet on Ray), dropped by the driver.
 SLICE_COL, ROW_COL, STATS_COL = "__fk_slice", "__fk_row", "__fk_stats"
+#: Where fk.Judge reads its key when none is given.
+ENV_API_KEY = "FRAMEKIT_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,7 @@ class RunSpec:
     details: bool
     overwrite: bool
     limiter: Any = None  # the limiter actor's handle, or None: each worker paces alone
+    key_from_env: bool = False  # the judge's key is read from the worker's environment
 
 
 class BlockScorer:
@@ -54,10 +59,20 @@ class BlockScorer:
         self.judge = spec.judge
         if isinstance(self.judge, LocalJudge):
             self.judge = _local_judge_for_this_worker(self.judge)
-        elif spec.limiter is not None:
-            from framekit.ray._limiter import RemoteLimiter
+        else:
+            if spec.key_from_env:
+                key = os.environ.get(ENV_API_KEY)
+                if not key:
+                    raise InputError(
+                        f"{ENV_API_KEY} is not set on this Ray node: set it in the nodes' "
+                        "environment, or pass api_key= to fk.Judge (it then travels to the "
+                        "workers through Ray's object store)"
+                    )
+                self.judge._api_key = key
+            if spec.limiter is not None:
+                from framekit.ray._limiter import RemoteLimiter
 
-            self.judge.shared_limiter = RemoteLimiter(spec.limiter)  # type: ignore[attr-defined]
+                self.judge.shared_limiter = RemoteLimiter(spec.limiter)  # type: ignore[attr-defined]
         self.cache = resolve_cache(spec.cache)
         self.columns = result_columns(spec.evaluators, spec.details)
         self.loop = asyncio.new_event_loop()
