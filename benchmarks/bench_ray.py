@@ -8,7 +8,9 @@
    workers x concurrency 32 with ``fk.Judge(rpm=3000)``: once through the cluster's
    shared limiter actor, once with each worker pacing alone (``shared_limit=False``).
    Rows/s is counted at the simulator, from the first to the last accepted request
-   (the steady state; actor start-up is reported apart, as the wall time).
+   (the steady state; actor start-up is reported apart, as the wall time). The control:
+   the same rows through the local engine in one process, against the same simulator, in
+   the same run (on a loaded machine, how much of a shortfall is the machine's).
 3. The offline judge: a ``--parquet-rows`` Parquet file (``--distinct`` distinct
    (question, docs) pairs, slices of ``--slice-rows``) scored by
    ``fk.evaluate_parquet(engine="ray")`` on 1 worker and on 2 (each worker 1 CPU), and by
@@ -16,14 +18,17 @@
 
 Prints the figures and writes ``benchmarks/results/ray.json``.
 
-    python benchmarks/bench_ray.py [--rows 1500] [--parquet-rows 200000]
+    python benchmarks/bench_ray.py [--rows 1500] [--limit-rpm 3000] [--judge-rpm R]
+        [--parquet-rows 200000] [--skip-rate] [--skip-offline]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -44,13 +49,12 @@ import ray.data  # noqa: E402
 
 import framekit as fk  # noqa: E402
 import framekit.ray as fkray  # noqa: E402
-from benchmarks._common import write_results  # noqa: E402
+from benchmarks._common import RESULTS, write_results  # noqa: E402
 from framekit.evaluators import RetrievalRelevance  # noqa: E402
 from framekit.testing import JudgeSimulator, SimulatorConfig  # noqa: E402
 from framekit.testing._sim_http import Reply, SimApp, error_body  # noqa: E402
 
 MAPPING = {"input": "question", "context": "docs"}
-LIMIT_PER_WINDOW = 50  # 3,000 RPM
 WINDOW_S = 1.0
 
 
@@ -115,7 +119,12 @@ def limiter_cost() -> dict[str, Any]:
 
 
 def rate_run(
-    sim: JudgeSimulator, accepted: list[float], rows: int, shared: bool, judge_rpm: float
+    sim: JudgeSimulator,
+    accepted: list[float],
+    rows: int,
+    shared: bool,
+    judge_rpm: float,
+    limit_rpm: float,
 ) -> dict[str, Any]:
     sim.reset()
     accepted.clear()
@@ -149,8 +158,50 @@ def rate_run(
         "answered_429": limited,
         "share_429": round(limited / total, 4),
         "rows_per_s_steady": round(rows_per_s, 1),
-        "fraction_of_50_rows_per_s": round(rows_per_s / LIMIT_PER_WINDOW, 3),
+        "fraction_of_limit": round(rows_per_s / (limit_rpm / 60), 3),
         "wall_s_including_actor_start": round(wall, 1),
+    }
+
+
+# The control: the same rows through the local engine in one process (a child, so that
+# it does not share the simulator's interpreter), against the same simulator.
+LOCAL = """
+import sys, time
+import polars as pl
+import framekit as fk
+from framekit.evaluators import RetrievalRelevance
+rows, api_base, rpm = int(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+n = range(rows)
+data = pl.DataFrame({"question": [f"What is item {i}? (one process)" for i in n],
+                     "docs": [[f"Item {i} is a thing.", "Unrelated text."] for i in n]})
+judge = fk.Judge("openai/sim", api_base=api_base, api_key="sk-bench", rpm=rpm, concurrency=64)
+fk.evaluate_dataframe(data, [RetrievalRelevance()], {"input": "question", "context": "docs"},
+                      judge=judge, cache=False, progress=False)
+"""
+
+
+def local_run(
+    sim: JudgeSimulator, accepted: list[float], rows: int, judge_rpm: float, limit_rpm: float
+) -> dict[str, Any]:
+    sim.reset()
+    accepted.clear()
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-c", LOCAL, str(rows), sim.api_base, str(judge_rpm)], check=True
+    )
+    wall = time.perf_counter() - started
+    stats = sim.stats()
+    limited = stats["by_status"].get(429, 0)
+    rows_per_s = (len(accepted) - 1) / (accepted[-1] - accepted[0])
+    return {
+        "engine": "local, one process, concurrency 64",
+        "judge_rpm": judge_rpm,
+        "requests": stats["chat"],
+        "answered_429": limited,
+        "share_429": round(limited / stats["chat"], 4),
+        "rows_per_s_steady": round(rows_per_s, 1),
+        "fraction_of_limit": round(rows_per_s / (limit_rpm / 60), 3),
+        "wall_s": round(wall, 1),
     }
 
 
@@ -191,33 +242,56 @@ def main() -> None:
     parser.add_argument("--parquet-rows", type=int, default=200_000)
     parser.add_argument("--distinct", type=int, default=300)
     parser.add_argument("--slice-rows", type=int, default=20_000)
-    parser.add_argument("--judge-rpm", type=float, default=3000)
+    parser.add_argument("--limit-rpm", type=float, default=3000, help="the simulator's")
+    parser.add_argument("--judge-rpm", type=float, default=None, help="default: the limit")
     parser.add_argument("--skip-offline", action="store_true")
+    parser.add_argument("--skip-rate", action="store_true")
     args = parser.parse_args()
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     ray.data.DataContext.get_current().enable_progress_bars = False
-    results: dict[str, Any] = {"load_average_1m_at_start": round(os.getloadavg()[0], 1)}
-    results["limiter_actor"] = limiter_cost()
-    print(results, file=sys.stderr)
+    # A part skipped in this run keeps its figures from the previous one (each part's
+    # ratios come from one run; each part records the load it ran under).
+    previous = RESULTS / "ray.json"
+    results: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
+    results = {
+        k: v for k, v in results.items() if k in ("limiter_actor", "rate_limit", "offline_judge")
+    }
+    if not args.skip_rate:
+        results["limiter_actor"] = limiter_cost()
+        print(results["limiter_actor"], file=sys.stderr)
+        results[f"rate_limit_{args.limit_rpm:g}_rpm"] = rate_part(args)
+    if not args.skip_offline:
+        load = round(os.getloadavg()[0], 1)
+        results["offline_judge"] = offline_runs(args.parquet_rows, args.distinct, args.slice_rows)
+        results["offline_judge"]["load_average_1m"] = [load, round(os.getloadavg()[0], 1)]
+    ray.shutdown()
+    write_results("ray", results)
+
+
+def rate_part(args: argparse.Namespace) -> dict[str, Any]:
     accepted: list[float] = []
     config = SimulatorConfig(latency=0.2, latency_max=0.6, retry_after="seconds")
+    limit = args.limit_rpm
+    judge_rpm = args.judge_rpm or limit
+    part: dict[str, Any] = {
+        "simulator": f"{limit:g} RPM as {limit / 60:g} requests per fixed 1-second window; "
+        "0.2-0.6 s answers",
+        "workers": 2,
+        "concurrency_per_worker": 32,
+        "load_average_1m": [round(os.getloadavg()[0], 1)],
+    }
     with JudgeSimulator(config) as sim:
-        windowed_limit(sim._app, LIMIT_PER_WINDOW, WINDOW_S, accepted)
-        results["rate_limit"] = {
-            "simulator": "3,000 RPM as 50 requests per fixed 1-second window; 0.2-0.6 s answers",
-            "workers": 2,
-            "concurrency_per_worker": 32,
-            "shared": rate_run(sim, accepted, args.rows, True, args.judge_rpm),
-        }
-        print(results["rate_limit"]["shared"], file=sys.stderr)
-        results["rate_limit"]["alone"] = rate_run(sim, accepted, args.rows, False, args.judge_rpm)
-        print(results["rate_limit"]["alone"], file=sys.stderr)
-    if not args.skip_offline:
-        results["offline_judge"] = offline_runs(args.parquet_rows, args.distinct, args.slice_rows)
-    ray.shutdown()
-    results["load_average_1m_at_end"] = round(os.getloadavg()[0], 1)
-    write_results("ray", results)
+        windowed_limit(sim._app, int(limit / 60), WINDOW_S, accepted)
+        for name, run in (
+            ("shared", lambda: rate_run(sim, accepted, args.rows, True, judge_rpm, limit)),
+            ("alone", lambda: rate_run(sim, accepted, args.rows, False, judge_rpm, limit)),
+            ("control_one_process", lambda: local_run(sim, accepted, args.rows, judge_rpm, limit)),
+        ):
+            part[name] = run()
+            print(name, part[name], file=sys.stderr)
+    part["load_average_1m"].append(round(os.getloadavg()[0], 1))
+    return part
 
 
 if __name__ == "__main__":
