@@ -6,9 +6,11 @@ judge asks one actor before each call. The actor runs the engine's own
 pause after a 429 until ``Retry-After``, the multiplicative rate cut and its additive
 recovery), so N workers behave as one process would.
 
-Each call costs one actor round trip (about 1-2 ms on a 2-core machine, measured in
-``benchmarks/bench_ray.py``): negligible next to a judge call, so permits are not leased
-in batches. Successes and token corrections ride along with the next ask instead of
+Each call costs one actor round trip (2-5 ms on the 2-core test machine, measured in
+``benchmarks/bench_ray.py``; one actor grants 200-600 requests a second there):
+negligible next to a judge call at the rates of one API key, so permits are not leased in
+batches. Grants carry a send time (see ``SEND_LEAD_S``) so that the round trip's jitter
+does not bunch requests at the endpoint. Successes and token corrections ride along with the next ask instead of
 costing messages of their own; a 429's pause is sent at once (fire and forget).
 Outage detection (:class:`~framekit.engine.limiter.EndpointHealth`) stays per worker.
 """
@@ -28,6 +30,12 @@ from framekit.engine.limiter import EndpointHealth, RateLimiter
 
 #: Ray namespace of the limiter actors: jobs of one cluster using one key share a limit.
 NAMESPACE = "framekit"
+#: Each grant names a send time this far after it. The grant's trip back to the worker
+#: takes a varying time (milliseconds, far more on a busy machine); sent on arrival,
+#: requests granted evenly would reach the endpoint unevenly, and a provider counting
+#: requests per fixed window sees some windows over the limit. A fixed lead absorbs that
+#: variation, at the cost of this much latency per call (not of throughput).
+SEND_LEAD_S = 0.1
 
 
 class _LimiterActor:
@@ -38,13 +46,15 @@ class _LimiterActor:
         self._granted = 0
         self._rate_limited = 0
 
-    async def acquire(self, tokens: int, successes: int, token_correction: int) -> None:
+    async def acquire(self, tokens: int, successes: int, token_correction: int) -> float:
+        """Grant one request; returns the wall-clock time at which it is to be sent."""
         for _ in range(successes):
             self._limiter.on_success()
         if token_correction:
             self._limiter.settle(token_correction, 0)
         await self._limiter.acquire(tokens)
         self._granted += 1
+        return time.time() + SEND_LEAD_S
 
     async def on_rate_limited(self, pause: float) -> None:
         self._rate_limited += 1
@@ -113,7 +123,10 @@ class RemoteLimiter:
             await asyncio.sleep(min(gate, 0.1))
         successes, correction = self._successes, self._token_correction
         self._successes = self._token_correction = 0
-        await self._actor.acquire.remote(tokens, successes, correction)
+        send_at = await self._actor.acquire.remote(tokens, successes, correction)
+        delay = send_at - time.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
         self.health.passed(time.monotonic())
 
     def settle(self, estimated: int, actual: int | None) -> None:
