@@ -254,9 +254,8 @@ def main() -> None:
     # ratios come from one run; each part records the load it ran under).
     previous = RESULTS / "ray.json"
     results: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
-    results = {
-        k: v for k, v in results.items() if k in ("limiter_actor", "rate_limit", "offline_judge")
-    }
+    kept = ("limiter_actor", "offline_judge")
+    results = {k: v for k, v in results.items() if k in kept or k.startswith("rate_limit_")}
     if not args.skip_rate:
         results["limiter_actor"] = limiter_cost()
         print(results["limiter_actor"], file=sys.stderr)
