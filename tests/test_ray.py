@@ -124,6 +124,18 @@ def test_dataset_scores_like_evaluate_dataframe_dedups_per_block_and_shares_the_
     assert got.equals(expected)
 
 
+def test_a_missing_column_is_an_input_error_before_any_worker_starts(ray_cluster, judge_simulator):
+    import ray
+
+    import framekit.ray as fkray
+
+    ds = ray.data.from_arrow(retrieval_frame(4).to_arrow())
+    with pytest.raises(fk.InputError, match="nope"):
+        fkray.evaluate_dataset(ds, [RetrievalRelevance()], {"input": "nope", "context": "docs"},
+                               judge=sim_judge(judge_simulator), cache=False)  # fmt: skip
+    assert judge_simulator.stats()["chat"] == 0
+
+
 def test_dataset_workers_share_one_cache_directory(ray_cluster, judge_simulator, tmp_path):
     import ray
 

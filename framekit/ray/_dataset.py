@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import ray
 import ray.data
@@ -172,6 +171,7 @@ def evaluate_dataset(
         raise InputError(f"batch_rows must be >= 1, got {batch_rows}")
     ensure_ray()
     spec = run_spec(evaluators, mapping, judge, cache, details, overwrite, shared_limit)
+    _check_columns(ds, spec)
     size, cpus = pool_settings(spec.judge, workers, num_cpus)
     return ds.map_batches(
         BlockScorer,
@@ -184,6 +184,17 @@ def evaluate_dataset(
     )
 
 
-def count_limiter(spec: RunSpec) -> Any:
-    """The limiter actor's counts (requests granted, 429s reported), or None."""
-    return None if spec.limiter is None else ray.get(spec.limiter.counts.remote())
+def _check_columns(ds: ray.data.Dataset, spec: RunSpec) -> None:
+    """A bad mapping, a missing field or a result-column clash is an error here, on the
+    driver, before any worker starts (when the dataset knows its schema without running)."""
+    import polars as pl
+    import pyarrow as pa
+
+    from framekit.io import validate_inputs
+
+    schema = ds.schema(fetch_if_missing=False)
+    arrow = getattr(schema, "base_schema", None)
+    if isinstance(arrow, pa.Schema):
+        empty = pl.from_arrow(arrow.empty_table())
+        assert isinstance(empty, pl.DataFrame)
+        validate_inputs(empty.schema, spec.evaluators, spec.mapping, spec.overwrite, spec.details)
