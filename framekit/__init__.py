@@ -44,7 +44,7 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
 }
-_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
+_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
 # Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
 _MOVED = {"report": "framekit.analysis.report"}
 

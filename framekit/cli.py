@@ -149,6 +149,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         print(plan.describe())
         return 0
 
+    # Ray's settings go only where asked for (framekit.ray.evaluate_parquet takes them).
+    on_ray = {"engine": "ray", "address": args.address, "workers": args.workers}
     run = io.evaluate_parquet(
         source,
         args.output,
@@ -160,6 +162,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         details=args.details,
         overwrite=args.overwrite,
         slice_rows=args.slice_rows,
+        **(on_ray if args.engine == "ray" else {}),
     )
     if args.quiet:
         print(run.summary(), file=sys.stderr)
@@ -371,6 +374,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _cli_traces.add_trace_arguments(ev)
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="score in this process, or on Ray workers under one shared rate limit "
+        "(needs framekit[ray])",
+    )
+    ev.add_argument("--address", metavar="ADDR", help="Ray cluster to use with --engine ray")
+    ev.add_argument("--workers", type=_positive_int, help="Ray workers with --engine ray")
     ev.set_defaults(handler=_cmd_evaluate)
 
     rep = sub.add_parser(

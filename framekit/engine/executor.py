@@ -78,7 +78,10 @@ class ChatExecutor:
         self.judge = judge
         self.cache = cache
         self.stats = stats
-        self.limiter = RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        # A judge may carry a limiter shared beyond this process (framekit.ray installs
+        # one that asks the cluster's limiter actor); it has RateLimiter's interface.
+        shared = getattr(judge, "shared_limiter", None)
+        self.limiter = shared or RateLimiter(judge.rpm, judge.tpm, seed=seed)
         # Shared with other runs of this process on the same cache directory.
         self.inflight = table_for(cache)
 

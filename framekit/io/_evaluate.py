@@ -8,6 +8,7 @@ destination in one atomic step.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -58,6 +59,8 @@ def evaluate_parquet(
     details: bool = False,
     overwrite: bool = False,
     slice_rows: int | None = None,
+    engine: str = "local",
+    **ray_options: Any,
 ) -> ParquetRun:
     """Score a Parquet file larger than memory, slice by slice, into a new Parquet file.
 
@@ -84,6 +87,11 @@ def evaluate_parquet(
     slice_rows
         Rows per slice; ``None`` follows the row groups (tiny ones merged, ones above
         100,000 rows or 64 MiB split). Peak memory grows with the slice size.
+    engine
+        ``"local"`` (this process) or ``"ray"``: the slices are scored by a pool of Ray
+        workers under one shared rate limit (needs ``framekit[ray]``); ``**ray_options``
+        (``address``, ``workers``, ``num_cpus``, ``shared_limit``) go to
+        :func:`framekit.ray.evaluate_parquet`.
 
     Returns
     -------
@@ -102,6 +110,15 @@ def evaluate_parquet(
     >>> run.rows, run.skipped_slices, run.stats.requests_sent  # doctest: +SKIP
     (2000000, 0, 1500)
     """
+    if engine == "ray":
+        # framekit.ray is an entry point above io (it drives io's slices on Ray): looked
+        # up by name at call time, like a plugin, so that io never depends on it.
+        on_ray = importlib.import_module("framekit.ray").evaluate_parquet
+        return on_ray(source, destination, evaluators, mapping, judge=judge, cache=cache,
+                      on_error=on_error, progress=progress, details=details,
+                      overwrite=overwrite, slice_rows=slice_rows, **ray_options)  # type: ignore[no-any-return]  # fmt: skip
+    if engine != "local" or ray_options:
+        raise InputError(f"engine must be 'local' or 'ray', got {engine!r} {ray_options or ''}")
     return run_sync(
         aevaluate_parquet(
             source,
