@@ -115,7 +115,7 @@ def one_call_at_a_time(calls: int) -> dict[str, object]:
 
     from framekit.judges import _litellm
     from framekit.judges.base import ChatRequest
-    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.litellm_transport import call_litellm
     from framekit.judges.structured import build_call_kwargs
 
     _litellm.litellm()

@@ -30,7 +30,11 @@ import pytest
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges import _litellm
+from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
+
+# Every test here runs on both judge transports (see the ``transport`` fixture).
+pytestmark = pytest.mark.usefixtures("transport")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -149,9 +153,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_api_base_fails_fast_with_one_clear_error():
+def test_unreachable_api_base_fails_fast_with_one_clear_error(transport):
     api_base = f"http://127.0.0.1:{_closed_port()}/v1"
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, transport=transport)
     fk.evaluate_dataframe(
         retrieval_frame(1).head(0),
         [RetrievalRelevance()],
@@ -177,9 +181,12 @@ def test_unreachable_api_base_fails_fast_with_one_clear_error():
     assert API_KEY not in message and API_KEY[-8:] not in message
 
 
-def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator):
+def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator, transport):
     judge = fk.Judge(
-        "openai/sim-judge", api_base=judge_simulator.base_url + "/nowhere", api_key=API_KEY
+        "openai/sim-judge",
+        api_base=judge_simulator.base_url + "/nowhere",
+        api_key=API_KEY,
+        transport=transport,
     )
     with pytest.raises(fk.JudgeError, match="answered HTTP 404 to the first 3 calls"):
         fk.evaluate_dataframe(
@@ -310,9 +317,10 @@ SIGINT_SCRIPT = textwrap.dedent(
     from framekit.judges import _litellm
     from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
-    api_base, cache = sys.argv[1], sys.argv[2]
+    api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
     _litellm.litellm()
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4,
+                     transport=transport)
     try:
         fk.evaluate_dataframe(retrieval_frame(300), [RetrievalRelevance()], MAPPING,
                               judge=judge, cache=cache, progress=True)
@@ -328,7 +336,7 @@ def test_sigint_returns_within_two_seconds_and_keeps_completed_answers(simulator
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache)],
+        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -448,7 +456,10 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
             _run(retrieval_frame(20, label="relevant"), rejecting, cache_dir)
         keep(auth.value)
         closed = fk.Judge(
-            "openai/sim-judge", api_base=f"http://127.0.0.1:{_closed_port()}/v1", api_key=API_KEY
+            "openai/sim-judge",
+            api_base=f"http://127.0.0.1:{_closed_port()}/v1",
+            api_key=API_KEY,
+            transport=helpers.TRANSPORT,
         )
         with pytest.raises(fk.JudgeError) as unreachable:
             fk.evaluate_dataframe(
@@ -474,7 +485,10 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
 
     captured = capfd.readouterr()
     logs = caplog.text + captured.err
-    assert "POST Request Sent from LiteLLM" in logs, "litellm's request log was captured"
+    if helpers.TRANSPORT == "litellm":
+        assert "POST Request Sent from LiteLLM" in logs, "litellm's request log was captured"
+    else:
+        assert "DEBUG" in caplog.text, "DEBUG logging was captured"
     seen += [captured.out, captured.err, caplog.text, *(str(w.message) for w in caught)]
     seen += [repr(out), str(out.to_dicts()), repr(judge), repr(closed)]
     seen += [repr(fk.Cache(cache_dir)), repr(fk.last_run()), fk.last_run().summary()]
@@ -524,7 +538,7 @@ def test_interrupt_inside_a_running_loop_as_in_jupyter(simulator_factory, tmp_pa
 
 def test_a_request_that_cannot_be_encoded_fails_its_row_without_retries():
     # litellm reports a client-side encoding failure as a 500; retrying cannot fix it.
-    from framekit.engine.faults import classify
+    from framekit.judges.litellm_faults import classify
 
     lm = _litellm.litellm()
     try:

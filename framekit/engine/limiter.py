@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Mapping
 
 
 class TokenBucket:
@@ -167,6 +168,9 @@ class RateLimiter:
                 self._requests.take(1.0)
             if self._tokens is not None and tokens:
                 self._tokens.take(tokens)
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Learn from an answer's rate-limit headers (see :mod:`framekit.engine.pacing`)."""
 
     def settle(self, estimated: int, actual: int | None) -> None:
         """Correct the token bucket once ``usage`` tells the real token count."""
