@@ -204,11 +204,62 @@ def big_run(rows: int) -> dict[str, Any]:
     }
 
 
+_LITELLM_RUN = """
+import os, sys, time
+import polars as pl
+import framekit as fk
+from framekit.evaluators import RetrievalRelevance
+rows, api_base = int(sys.argv[1]), sys.argv[2]
+def frame(n, tag=""):
+    return pl.DataFrame({"question": [f"What is item {i}?{tag}" for i in range(n)],
+                         "docs": [[f"Item {i} is a thing.", "Unrelated."] for i in range(n)]})
+options = dict(api_base=api_base, api_key="sk-bench", concurrency=64)
+try:
+    judge = fk.Judge("openai/gpt-4o-mini", transport="litellm", **options)
+except TypeError:  # a tree from before transports existed: litellm was the only path
+    judge = fk.Judge("openai/gpt-4o-mini", **options)
+mapping = {"input": "question", "context": "docs"}
+fk.evaluate_dataframe(frame(64, " warm"), [RetrievalRelevance()], mapping, judge=judge,
+                      cache=False, progress=False)
+cpu, started = time.process_time(), time.perf_counter()
+fk.evaluate_dataframe(frame(rows), [RetrievalRelevance()], mapping, judge=judge, cache=False,
+                      progress=False)
+print(rows / (time.perf_counter() - started), (time.process_time() - cpu) / rows * 1000)
+"""
+
+
+def litellm_before_after(rows: int, before: Path, repeats: int = 2) -> dict[str, Any]:
+    """The litellm transport in this tree and in ``before`` (e.g. main before this change),
+    alternating runs against one simulator (200 ms, concurrency 64) so load drifts evenly."""
+    here = Path(__file__).resolve().parents[1]
+    results: dict[str, list[tuple[float, float]]] = {"before": [], "after": []}
+    with JudgeSimulator.subprocess(SimulatorConfig(latency=0.2)) as sim:
+        for _ in range(repeats):
+            for label, tree in (("before", before), ("after", here)):
+                env = {**os.environ, "PYTHONPATH": str(tree)}
+                line = subprocess.check_output(
+                    [sys.executable, "-c", _LITELLM_RUN, str(rows), sim.api_base],
+                    cwd=tree, env=env, text=True,
+                ).split()
+                results[label].append((float(line[0]), float(line[1])))
+    best = {k: max(r for r, _ in v) for k, v in results.items()}
+    return {
+        "rows": rows,
+        "before_tree": str(before),
+        "runs_rows_per_s": {k: [round(r, 1) for r, _ in v] for k, v in results.items()},
+        "runs_cpu_ms_per_row": {k: [round(c, 2) for _, c in v] for k, v in results.items()},
+        "after_over_before_best_rows_per_s": round(best["after"] / best["before"], 3),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument(
-        "--only", nargs="+", choices=["latency", "latency_1s", "cpu", "rate", "big"]
+        "--only", nargs="+", choices=["latency", "latency_1s", "cpu", "rate", "big", "litellm"]
+    )
+    parser.add_argument(
+        "--before", type=Path, help="a framekit tree to compare the litellm transport with"
     )
     args = parser.parse_args()
     q = args.quick
@@ -223,6 +274,11 @@ def main() -> None:
         "rate": lambda: {"rate_windows_1s": rate_windows(300 if q else 1000)},
         "big": lambda: {"http_100k_rows": big_run(10_000 if q else 100_000)},
     }
+    if args.before:
+        before = args.before
+        sections["litellm"] = lambda: {
+            "litellm_before_after": litellm_before_after(200 if q else 1000, before)
+        }
     name = "transports" + ("-quick" if q else "")
     figures: dict[str, Any] = {}
     previous = RESULTS / f"{name}.json"
