@@ -73,6 +73,11 @@ _NOT_BODY = {
     "azure_ad_token",
     "aws_secret_access_key",
     "aws_session_token",
+    "extra_body",
+    "num_retries",
+    "max_retries",
+    "custom_llm_provider",
+    "drop_params",
 }
 
 
@@ -157,6 +162,9 @@ class HttpTransport:
         body: dict[str, Any] = {
             k: v for k, v in judge.litellm_kwargs.items() if k not in _NOT_BODY
         }
+        extra = judge.litellm_kwargs.get("extra_body")
+        if isinstance(extra, dict):  # litellm's way to pass provider-specific fields
+            body.update(extra)
         body.update(
             model=self._model,
             temperature=judge.temperature,
