@@ -117,6 +117,17 @@ def test_retry_after_as_http_date_pauses_every_worker_until_then(simulator_facto
     assert time.monotonic() - started >= 1.0
 
 
+def test_retry_after_ms_pauses_every_worker_for_that_long(simulator_factory):
+    # OpenAI's own header, in milliseconds (more precise than Retry-After's seconds).
+    sim = simulator_factory(retry_after="ms")
+    _storm(sim, 429, 1.0)
+    out = _run(retrieval_frame(16), sim, False, concurrency=8)
+    assert _all_scored(out)
+    # One wave of 429s, then everybody waited; a jittered back-off (0-0.5 s, 0-1 s...)
+    # that ignored the header would have retried inside the storm and drawn more.
+    assert sim.stats()["by_status"][429] <= 8
+
+
 def test_503_storm_is_ridden_out_without_hammering(simulator_factory):
     # Scaling: max_retries=3 rides out 0.5*(2**4 - 1) = 7.5 s of outage, and this storm
     # lasts 3 s; the default max_retries=6 rides out 63.5 s, so a 30 s storm passes too.

@@ -21,6 +21,7 @@ from framekit.judges.faults import (
     never_connected,
     parse_retry_after,
     redact,
+    retry_after_from,
 )
 from framekit.judges.structured import one_line
 from framekit.judges.transport import keep_headers
@@ -42,9 +43,13 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
     lm = _litellm.litellm()
     status = _status(exc)
     if isinstance(exc, lm.RateLimitError) or status == 429:
-        retry_after = parse_retry_after(_litellm.header(exc, "retry-after"))
+        headers = _headers(exc)
         return Fault(
-            "rate_limited", "HTTP 429 rate limited", retry_after, status=429, headers=_headers(exc)
+            "rate_limited",
+            "HTTP 429 rate limited",
+            retry_after_from(headers),
+            status=429,
+            headers=headers,
         )
     if isinstance(exc, (lm.AuthenticationError, lm.PermissionDeniedError)) or status in (401, 403):
         return Fault("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
