@@ -7,8 +7,8 @@ server's ``Retry-After`` (or a jittered back-off), the request rate is trimmed a
 little, and then recovers additively with each success.
 
 The limit is the configured ``rpm``/``tpm`` or the one the endpoint announces in its
-rate-limit headers (:mod:`framekit.engine.pacing`), whichever is lower: with ``rpm=None``
-the first request goes out alone and its answer's headers set the pace for the rest.
+rate-limit headers (:mod:`framekit.engine.pacing`), whichever is lower: the first request
+of a run goes out alone and its answer's headers set the pace for the rest.
 Requests are paced a small margin under the limit with almost nothing banked, because
 providers enforce a minute's budget over windows as short as one second (60,000 RPM as
 about 1,000 per second): pacing at exactly the limit meets those windows' edges with 429s.
@@ -158,9 +158,10 @@ class RateLimiter:
         self._paused_until = 0.0
         self._lock = asyncio.Lock()
         self.health = EndpointHealth(self._rng)
-        # With no rpm given, one request goes out first and its answer (its headers)
-        # tells the limit before the others follow: no start-up burst into a 429 storm.
-        self._first_answer: asyncio.Event | None = asyncio.Event() if rpm is None else None
+        # One request goes out first and its answer (its headers) tells the limit before
+        # the others follow: no start-up burst into a 429 storm when the endpoint's limit
+        # is unknown or lower than the configured one. It costs one round trip per run.
+        self._first_answer: asyncio.Event | None = asyncio.Event()
         self._first_sent = False
 
     def _set_rpm(self, rpm: float | None) -> None:
