@@ -156,8 +156,10 @@ def test_unmapped_required_field_names_field_and_evaluator(judge_simulator, tmp_
 def test_null_field_fails_only_that_row(judge_simulator, tmp_path):
     df = pl.DataFrame({"question": ["What is item 1?", None, "What is item 3?"], "docs": [["a"], ["b"], []]})
     out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
-    assert out["retrieval_relevance_error"].to_list() == [None, "field 'input' is null", "field 'context' is empty (no documents)"]
+    assert out["retrieval_relevance_error"].to_list() == [None, "field 'input' is null", None]
     assert out["retrieval_relevance_score"][0] is not None
+    # An empty retrieval is not a failure: irrelevant 0, without a call.
+    assert (out["retrieval_relevance_score"][2], out["retrieval_relevance_label"][2]) == (0.0, "irrelevant")
     assert out["retrieval_relevance_score"][1] is None and out["retrieval_relevance_passed"][1] is None
     assert judge_simulator.stats()["chat"] == 1
 
@@ -223,8 +225,9 @@ def test_score_one_record(judge_simulator, tmp_path):
                      judge=sim_judge(judge_simulator), cache=tmp_path)
     assert (score.value, score.label, score.passed) == (1.0, "relevant", True)
     assert score.metadata["judge"] == "openai/sim-judge"
-    with pytest.raises(ValueError, match="'context' is empty"):
-        ev.score(input="q", context=[], judge=sim_judge(judge_simulator), cache=tmp_path)
+    empty = ev.score(input="q", context=[], judge=sim_judge(judge_simulator), cache=tmp_path)
+    assert (empty.value, empty.label, empty.explanation) == (0.0, "irrelevant", "no documents were retrieved")
+    assert judge_simulator.stats()["chat"] == 1
 
 
 def test_config_override_judge_concurrency_is_respected(simulator_factory, tmp_path):

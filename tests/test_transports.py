@@ -107,3 +107,28 @@ def test_a_run_on_http_never_imports_litellm(judge_simulator):
                                    cwd=ROOT, env=env, text=True)  # fmt: skip
     assert line.split() == ["http", "20", "False"]
     assert judge_simulator.stats()["chat"] == 20
+
+
+def test_http_classifies_a_url_its_client_refuses_as_configuration_like_litellm():
+    # framekit's own check refuses user:pass@ in api_base before a run; this is the second
+    # line of defence, the verdict when aiohttp itself refuses the URL at call time.
+    import asyncio
+
+    from framekit.judges.base import ChatRequest
+    from framekit.judges.http import HttpTransport
+
+    judge = fk.Judge("openai/m", api_base="http://127.0.0.1:9/v1", api_key=API_KEY, timeout=5)
+    transport = HttpTransport(judge)
+    request = ChatRequest([{"role": "user", "content": "hi"}], "answer", {"type": "object"})
+
+    async def call() -> object:
+        await transport.open()
+        transport.url = f"http://me:{API_KEY}@127.0.0.1:9/v1/chat/completions"
+        try:
+            return await transport.call(request, list(request.messages), "prompt")
+        finally:
+            await transport.release()
+
+    fault = asyncio.run(call())
+    assert isinstance(fault, fk.judges.Fault) and fault.kind == "config", fault
+    assert "api_base" in fault.reason and API_KEY not in fault.reason

@@ -18,15 +18,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit import _secrets
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
+from framekit.engine.inflight import table_for, wait_for
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
-from framekit.judges.faults import Fault, redact
+from framekit.judges.faults import Fault
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.structured import ParseFailure, parse_answer, reask_message
 from framekit.judges.transport import NEXT_MODE, Mode, RawReply
@@ -122,6 +124,8 @@ class ChatExecutor:
         #: The structured-output mode of this run: it falls back (json_schema -> tool ->
         #: prompt) when the endpoint rejects one, without touching the user's judge.
         self.mode: Mode = "json_schema"
+        # Shared with other runs of this process on the same cache directory.
+        self.inflight = table_for(cache)
 
     async def run(
         self,
@@ -159,16 +163,29 @@ class ChatExecutor:
                 self.stats.cache_hits += 1
                 on_done(key, _cached_outcome(entry))
                 continue
-            outcome = await self.send(request, key)
-            if outcome.answer is not None:
-                self.cache.set(
-                    key,
-                    {
-                        "answer": outcome.answer,
-                        "tokens": outcome.tokens,
-                        "cost_usd": outcome.cost_usd,
-                    },
-                )
+            owner = self.inflight.claim(key) if self.inflight is not None else None
+            if owner is not None:
+                # Another run of this process is paying for this very request.
+                shared = await wait_for(owner)
+                if shared is not None and shared.answer is not None:
+                    self.stats.cache_hits += 1
+                    on_done(key, replace(shared, cached=True, latency_s=0.0))
+                    continue
+            outcome = None
+            try:
+                outcome = await self.send(request, key)
+                if outcome.answer is not None:
+                    self.cache.set(
+                        key,
+                        {
+                            "answer": outcome.answer,
+                            "tokens": outcome.tokens,
+                            "cost_usd": outcome.cost_usd,
+                        },
+                    )
+            finally:
+                if owner is None and self.inflight is not None:
+                    self.inflight.finish(key, outcome)
             on_done(key, outcome)
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
@@ -203,6 +220,8 @@ class ChatExecutor:
         self.limiter.observe(fault.headers)
         if fault.kind == "auth":
             raise JudgeAuthenticationError(fault.reason) from None
+        if fault.kind == "config":
+            raise JudgeConfigurationError(fault.reason) from None
         fallback = NEXT_MODE[mode]
         if fault.kind == "mode" and fallback is not None:
             # The endpoint rejects this structured-output mode: fall back once for the run
@@ -237,7 +256,11 @@ class ChatExecutor:
     ) -> Outcome | None:
         """Account for an answer and parse it: the outcome, or ``None`` after queueing a
         re-ask (an unreadable answer or an out-of-rubric label)."""
-        stats = self.stats
+        stats, secrets = self.stats, self.judge.secrets
+        # An endpoint may echo credentials into its answer: they must not reach the
+        # cache, the output or a re-ask.
+        raw.text = _secrets.redact(raw.text, secrets) if raw.text else raw.text
+        raw.refusal = _secrets.redact(raw.refusal, secrets) if raw.refusal else None
         self.limiter.settle(estimate, raw.tokens)
         self.limiter.on_success()
         self.limiter.observe(raw.headers)
@@ -259,12 +282,15 @@ class ChatExecutor:
                 ]
                 return None
             suffix = f" (after {progress.reasks} re-asks)" if progress.reasks else ""
-            return progress.outcome(None, redact(str(failure) + suffix, self.judge.secrets))
+            return progress.outcome(None, _secrets.redact(str(failure) + suffix, secrets))
 
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
         judge, health = self.judge, self.limiter.health
-        where = redact(judge.api_base or f"the default endpoint of {judge.model!r}", judge.secrets)
+        where = _secrets.redact(
+            _secrets.safe_url(judge.api_base) or f"the default endpoint of {judge.model!r}",
+            judge.secrets,
+        )
         if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
             raise JudgeError(
                 f"cannot reach the judge at {where}: the first {health.connect_failures} "

@@ -21,11 +21,12 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
+from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.jobs import check_evaluators
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed, OnError, _check_evaluators, aevaluate_dataframe
-from framekit.frame import result_columns as _result_columns
+from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
 from framekit.io._assemble import _assemble, _write_empty
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
@@ -40,7 +41,8 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.base import JudgeLike
+from framekit.judges.resolve import resolve_judge
 
 
 def evaluate_parquet(
@@ -198,7 +200,7 @@ async def _evaluate_files(
     opts: _Options,
 ) -> ParquetRun:
     started = time.perf_counter()
-    evs = _check_evaluators(evaluators)
+    evs = check_evaluators(evaluators)
     if opts.on_error not in ("record", "raise"):
         raise InputError(f"on_error must be 'record' or 'raise', got {opts.on_error!r}")
     dest = destination.absolute()

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from framekit._result_columns import column
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 
@@ -62,7 +63,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
 
 
 def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
-    errors = [pl.col(f"{ev.name}_error").is_not_null() for ev in evaluators]
+    errors = [pl.col(column(ev.name, "error")).is_not_null() for ev in evaluators]
     value = pl.scan_parquet(path).select(pl.any_horizontal(errors).sum()).collect().item()
     return int(value or 0)
 

@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from framekit import _secrets
 from framekit.judges.structured import one_line
 
-Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal"]
+Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal", "config"]
 
 
 @dataclass(frozen=True)
@@ -121,16 +122,12 @@ def connect_cause(exc: BaseException) -> str:
 
 
 def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret (and its last-8-character tail) with ``***``.
+    """Replace every secret (and its last-8-character tail) with ``***``; the one
+    redaction layer is :func:`framekit._secrets.redact`, this passes the call on.
 
     Examples
     --------
     >>> redact("key sk-abc-0123456789xyz rejected", ["sk-abc-0123456789xyz"])
     'key *** rejected'
     """
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-            if len(secret) > 12:
-                text = text.replace(secret[-8:], "***")
-    return text
+    return _secrets.redact(text, secrets)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from framekit._aio import bounded
+from framekit.judges._settings import refused_by_client
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import (
     TIMEOUT,
@@ -89,19 +90,30 @@ class HttpTransport:
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
         provider, _, model = judge.model.partition("/")
-        env_key, env_bases = _ENV.get(provider, ("", ()))
         self._model = model or provider
+        self._resolve()
+        self._sessions: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, list[int]]
+        ] = weakref.WeakKeyDictionary()
+        self._price: Price | None = None
+        self._priced = False
+
+    def _resolve(self) -> None:
+        """URL and key from the judge, else the provider's variables (read again when a
+        run opens a pool: the environment may have changed since the judge was made)."""
+        judge = self.judge
+        env_key, env_bases = _ENV.get(judge.model.partition("/")[0], ("", ()))
         kwargs = judge.litellm_kwargs
         base = judge.api_base or kwargs.get("base_url")
         base = base or next((os.environ[v] for v in env_bases if os.environ.get(v)), None)
         self._custom_base = base is not None
         self.url = (base or _OPENAI_BASE).rstrip("/") + "/chat/completions"
         self._key = judge._api_key or kwargs.get("api_key") or os.environ.get(env_key) or None
-        self._sessions: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, list[int]]
-        ] = weakref.WeakKeyDictionary()
-        self._price: Price | None = None
-        self._priced = False
+
+    @property
+    def requires_key(self) -> bool:
+        """Only OpenAI's own endpoint needs a key: a self-hosted server may take none."""
+        return not self._custom_base
 
     @property
     def secrets(self) -> list[str]:
@@ -125,6 +137,7 @@ class HttpTransport:
         loop = asyncio.get_running_loop()
         entry = self._sessions.get(loop)
         if entry is None or entry[0].closed:
+            self._resolve()
             limit = self.judge.concurrency
             connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, ttl_dns_cache=300)
             session = aiohttp.ClientSession(
@@ -260,11 +273,12 @@ class HttpTransport:
 
     def _exception_fault(self, exc: BaseException) -> Fault:
         reason = redact(f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", self.secrets)
+        refused = refused_by_client(exc)
+        if refused is not None:  # the URL or its credentials: every call would fail alike
+            return Fault("config", refused)
         if never_connected(exc):
             cause = redact(connect_cause(exc), self.secrets)
             return Fault("transient", f"could not connect ({cause})", connect=True)
-        if isinstance(exc, aiohttp.InvalidURL):
-            return Fault("fatal", reason)
         if isinstance(exc, (aiohttp.ClientError, OSError)):
             # Dropped connections, torn bodies, resets: the next attempt may go through.
             return Fault("transient", reason)

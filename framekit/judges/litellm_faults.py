@@ -12,6 +12,7 @@ import asyncio
 import re
 
 from framekit.judges import _litellm
+from framekit.judges._settings import refused_by_client
 from framekit.judges.faults import (
     TIMEOUT,
     Fault,
@@ -40,6 +41,9 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
     reason = redact(f"{name}: {one_line(_message(exc), 160)}", secrets)
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Fault("transient", TIMEOUT)
+    refused = refused_by_client(exc)
+    if refused is not None:  # every call would fail the same way: not an outage
+        return Fault("config", refused)
     lm = _litellm.litellm()
     status = _status(exc)
     if isinstance(exc, lm.RateLimitError) or status == 429:

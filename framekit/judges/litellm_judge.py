@@ -7,15 +7,18 @@ knows how to make *one* call, here or in its worker processes
 
 from __future__ import annotations
 
+import inspect
 import os
 from types import TracebackType
 from typing import Any
 
-from framekit._errors import InputError
-from framekit.judges import _litellm
+from framekit import _secrets
+from framekit._errors import InputError, JudgeConfigurationError
+from framekit.judges import _litellm, _settings
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
-from framekit.judges.litellm_transport import LitellmTransport, call_litellm
+from framekit.judges.litellm_call import call_litellm
+from framekit.judges.litellm_transport import LitellmTransport
 from framekit.judges.transport import (
     Mode,
     RawReply,
@@ -27,7 +30,7 @@ from framekit.judges.transport import (
 __all__ = ["Judge", "Mode", "RawReply", "call_litellm"]
 
 # Keyword arguments that never enter a cache key or a repr.
-_SECRET_KWARGS = {"api_key", "azure_ad_token", "aws_secret_access_key", "aws_session_token"}
+_SECRET_KWARGS = _secrets.SECRET_KWARGS
 # Keyword arguments that change where a call goes, not what the model answers.
 _ROUTING_KWARGS = {"api_base", "base_url", "api_version", "extra_headers", "timeout"}
 
@@ -114,9 +117,13 @@ class Judge:
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive or None, got {value}")
+        typo = _settings.check_kwargs(litellm_kwargs, _own_params(type(self)))
+        if typo:
+            raise InputError(typo)
         self.model = model
         self.api_base = api_base or os.environ.get("FRAMEKIT_API_BASE") or None
         self._api_key = api_key or os.environ.get("FRAMEKIT_API_KEY") or None
+        self._key_source = "api_key=" if api_key else "$FRAMEKIT_API_KEY"
         self.concurrency = int(concurrency)
         self.rpm = rpm
         self.tpm = tpm
@@ -127,6 +134,7 @@ class Judge:
         self.context_window = context_window
         self.processes = processes
         self.litellm_kwargs = litellm_kwargs
+        self._secrets = self._collect_secrets()
         self._transport: Transport = self._make_transport(
             choose_transport(model, transport, processes, self.api_base)
         )
@@ -134,10 +142,28 @@ class Judge:
     # -- identity -------------------------------------------------------------------
     @property
     def secrets(self) -> list[str]:
-        """Strings that must never leave the process (redacted from every message)."""
-        found = [self._api_key] if self._api_key else []
-        found += [str(v) for k, v in self.litellm_kwargs.items() if k in _SECRET_KWARGS and v]
+        """Strings that must never leave the process (redacted from every message): the
+        key from any source, credential headers, credentials in ``api_base``
+        (see :mod:`framekit._secrets`). Refreshed at the start of every run."""
+        return list(self._secrets)
+
+    def _collect_secrets(self) -> tuple[str, ...]:
+        found = _secrets.collect_secrets(self._api_key, self.api_base, self.litellm_kwargs)
+        _secrets.register(found)  # log records redact them from now on
         return found
+
+    def configuration_problem(self) -> str | None:
+        """Why no call of this judge could succeed (a missing or malformed key, an
+        ``api_base`` the HTTP client refuses), or ``None``; checked before a run's first
+        call, and by the dry run."""
+        return _settings.credential_problem(
+            self.model,
+            self.api_base,
+            self._api_key,
+            self._key_source,
+            self.litellm_kwargs,
+            requires_key=self._transport.requires_key,
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """What about this judge decides an answer: model and decoding parameters."""
@@ -146,12 +172,20 @@ class Judge:
             for k, v in sorted(self.litellm_kwargs.items())
             if k not in _SECRET_KWARGS and k not in _ROUTING_KWARGS
         }
-        return {
+        ident = {
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "params": params,
         }
+        # Two self-hosted servers may both call their model "openai/default": the
+        # endpoint (without credentials) tells their answers apart.
+        endpoint = _settings.endpoint_identity(
+            self.api_base or self.litellm_kwargs.get("base_url")
+        )
+        if endpoint is not None:
+            ident["endpoint"] = endpoint
+        return ident
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
@@ -176,7 +210,13 @@ class Judge:
 
     async def prepare(self) -> None:
         """Get ready to send from the running event loop: import litellm (seconds, so off
-        the loop) or start its worker processes; or open the HTTP connection pool."""
+        the loop) or start its worker processes; or open the HTTP connection pool. A judge
+        that cannot work as configured raises :class:`~framekit.JudgeConfigurationError`
+        here, before any call."""
+        self._secrets = self._collect_secrets()  # the environment may have changed
+        problem = self.configuration_problem()
+        if problem:
+            raise JudgeConfigurationError(problem)
         await self._transport.open()
 
     async def call(
@@ -242,3 +282,8 @@ class Judge:
         response = await lm.aembedding(model=model, input=texts, **kwargs)
         return [item["embedding"] for item in response.data]
 
+
+def _own_params(cls: type) -> list[str]:
+    """The judge's own keyword parameters (a near miss of one is a typo)."""
+    names = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    return [n for n, p in names.items() if p.kind is p.KEYWORD_ONLY or n == "model"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +17,10 @@ from framekit._errors import JudgeError
 from framekit.judges import _litellm
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
+from framekit.judges.litellm_call import call_litellm
 from framekit.judges.litellm_faults import classify
 from framekit.judges.structured import build_call_kwargs
-from framekit.judges.transport import Mode, RawReply, TransportName, keep_headers
+from framekit.judges.transport import Mode, RawReply, TransportName
 
 if TYPE_CHECKING:
     from framekit.judges.litellm_judge import Judge
@@ -31,6 +31,8 @@ class LitellmTransport:
     """Calls through ``litellm.acompletion`` with the judge's current parameters."""
 
     name: TransportName = "litellm"
+    # litellm's OpenAI-family clients refuse to send without a key ("Missing credentials").
+    requires_key = True
 
     def __init__(self, judge: Judge) -> None:
         self.judge = judge
@@ -97,28 +99,3 @@ class LitellmTransport:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._pool_lock = threading.Lock()
-
-
-async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
-    """One ``litellm.acompletion`` call, reduced to what the engine reads from it."""
-    lm = _litellm.litellm()
-    started = time.perf_counter()
-    response = await lm.acompletion(**params, **call)
-    latency = time.perf_counter() - started
-    message = response.choices[0].message
-    text = message.content
-    tool_calls = getattr(message, "tool_calls", None)
-    if tool_calls and not text:
-        text = tool_calls[0].function.arguments
-    usage = getattr(response, "usage", None)
-    hidden = getattr(response, "_hidden_params", None) or {}
-    headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
-    return RawReply(
-        text=text,
-        refusal=getattr(message, "refusal", None),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=_litellm.response_cost(response),
-        latency_s=latency,
-        headers=keep_headers(headers) if isinstance(headers, dict) else {},
-    )

@@ -59,6 +59,12 @@ class Transport(Protocol):
 
     name: TransportName
 
+    @property
+    def requires_key(self) -> bool:
+        """Whether a call of a provider that wants a key cannot go out without one
+        (litellm's clients refuse; the HTTP transport needs one only for OpenAI's own
+        endpoint, a self-hosted server may take none)."""
+
     async def open(self) -> None:
         """Get ready to call from the running event loop (once per run)."""
 

@@ -281,8 +281,8 @@ def _serve() -> None:
 
     from framekit._aio import bounded
     from framekit.judges import _litellm
+    from framekit.judges.litellm_call import call_litellm
     from framekit.judges.litellm_faults import classify
-    from framekit.judges.litellm_transport import call_litellm
 
     _litellm.litellm()
     # Everything imported so far lives as long as the worker: keep the collector from

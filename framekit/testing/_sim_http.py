@@ -26,6 +26,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
+from framekit.testing import _sim_echo
 
 if TYPE_CHECKING:
     from framekit.testing.simulator import SimulatorConfig
@@ -228,14 +229,19 @@ class SimApp:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            reply = self._api(method, path, headers, body)
+            reply = self._api(method, path, headers, body, query)
             reply.headers += self.limit_headers()
             return reply
         except Exception as exc:  # a simulator bug must surface as a 500, not a dead socket
             return Reply(500, error_body(500, f"simulator error: {exc!r}"))
 
-    def _api(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
+    def _api(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""
+    ) -> Reply:
         is_chat = path in CHAT_PATHS
+        echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
+        if echoed is not None:  # any path: a gateway in front of every route
+            return Reply(echoed[0], error_body(*echoed), delay=self._latency())
         if not is_chat and path not in EMBEDDING_PATHS:
             return Reply(404, error_body(404, f"Unknown endpoint {path}."))
         if is_chat:
@@ -255,6 +261,11 @@ class SimApp:
         rejected = self._gateway(headers)
         if rejected is not None:
             return rejected
+        if self.config.echo_headers == "answer" and is_chat:
+            reply = self._chat(payload)
+            text = _sim_echo.echo_text(method, path, query, headers)
+            reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
+            return reply
         try:
             if is_chat:
                 return self._chat(payload)

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar
 
+from framekit.testing._sim_echo import ECHO_MODES as _ECHO_MODES
 from framekit.testing._sim_http import SimApp, serve
 
 __all__ = ["JudgeSimulator", "SimulatorConfig", "SimulatorProcess", "SimulatorStats", "main"]
@@ -99,6 +100,9 @@ null_content_rate, refusal_rate : float
     reject_response_format : bool
         If True, chat requests with ``response_format.type == "json_schema"`` get 400
         (``param: "response_format"``), so clients fall back to tool calls.
+    echo_headers : {None, "error", "error_500", "answer"}
+        Echo the request line and headers (the key among them) in a 400 or 500 error
+        body, or inside the answer's explanation (see ``_sim_echo``).
     embedding_dimensions : int
         Vector length when a request gives no ``dimensions``.
     max_recorded : int
@@ -129,6 +133,7 @@ null_content_rate, refusal_rate : float
     trickle_seconds: float = 0.0
     require_api_key: str | None = None
     reject_response_format: bool = False
+    echo_headers: str | None = None
     embedding_dimensions: int = 256
     max_recorded: int = 10_000
     seed: int | None = 0
@@ -145,6 +150,8 @@ null_content_rate, refusal_rate : float
         rates = [getattr(self, name) for name in _RATES]
         if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
             raise ValueError(f"each of {', '.join(_RATES)} must be in [0, 1], summing to <= 1")
+        if self.echo_headers not in _ECHO_MODES:
+            raise ValueError(f"echo_headers must be one of {_ECHO_MODES}")
         if self.hang_seconds < 0 or self.trickle_seconds < 0:
             raise ValueError("hang_seconds and trickle_seconds must be >= 0")
         if self.embedding_dimensions < 1 or self.max_recorded < 0:

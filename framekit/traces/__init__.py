@@ -99,6 +99,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from framekit._errors import InputError
 from framekit.traces._assemble import _group, _span_rows, _trace_row
 from framekit.traces._read import TraceFormatError, _read
 
@@ -187,7 +188,7 @@ def load(
     └───────────┴─────────────────────────────────┘
     """
     if level not in ("trace", "span"):
-        raise ValueError(f"level must be 'trace' or 'span', not {level!r}")
+        raise InputError(f"level must be 'trace' or 'span', not {level!r}")
     traces = _group(_read(source))
     if level == "trace":
         rows = [_trace_row(spans) for spans in traces]

@@ -31,6 +31,10 @@ class TraceFormatError(InputError):
     __module__ = "framekit.traces"  # its public home, as in tracebacks and the docs
 
 
+class SpanExportNotFound(TraceFormatError, FileNotFoundError):
+    """A named span export does not exist: an input error, and a ``FileNotFoundError``."""
+
+
 _TRACE_ID = ("context.trace_id", "trace_id", "traceId", "context.traceId")
 _SPAN_ID = ("context.span_id", "span_id", "spanId", "context.spanId")
 _PARENT_ID = ("parent_id", "parentSpanId", "parent_span_id", "parentId")
@@ -133,7 +137,7 @@ def _read_file(path: Any) -> list[_Span]:
             f"{name}: unknown extension {suffix or '(none)'!r}; expected {_EXPECTED}{hint}"
         )
     if not path.is_file():
-        raise FileNotFoundError(f"{name}: no such span export")
+        raise SpanExportNotFound(f"{name}: no such span export")
     if suffix in _PARQUET:
         try:
             frame = pl.read_parquet(path.read_bytes())
