@@ -30,7 +30,11 @@ import pytest
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges import _litellm
+from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
+
+# Every test here runs on both judge transports (see the ``transport`` fixture).
+pytestmark = pytest.mark.usefixtures("transport")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -113,6 +117,17 @@ def test_retry_after_as_http_date_pauses_every_worker_until_then(simulator_facto
     assert time.monotonic() - started >= 1.0
 
 
+def test_retry_after_ms_pauses_every_worker_for_that_long(simulator_factory):
+    # OpenAI's own header, in milliseconds (more precise than Retry-After's seconds).
+    sim = simulator_factory(retry_after="ms")
+    _storm(sim, 429, 1.0)
+    out = _run(retrieval_frame(16), sim, False, concurrency=8)
+    assert _all_scored(out)
+    # One wave of 429s, then everybody waited; a jittered back-off (0-0.5 s, 0-1 s...)
+    # that ignored the header would have retried inside the storm and drawn more.
+    assert sim.stats()["by_status"][429] <= 8
+
+
 def test_503_storm_is_ridden_out_without_hammering(simulator_factory):
     # Scaling: max_retries=3 rides out 0.5*(2**4 - 1) = 7.5 s of outage, and this storm
     # lasts 3 s; the default max_retries=6 rides out 63.5 s, so a 30 s storm passes too.
@@ -149,9 +164,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_api_base_fails_fast_with_one_clear_error():
+def test_unreachable_api_base_fails_fast_with_one_clear_error(transport):
     api_base = f"http://127.0.0.1:{_closed_port()}/v1"
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, transport=transport)
     fk.evaluate_dataframe(
         retrieval_frame(1).head(0),
         [RetrievalRelevance()],
@@ -177,9 +192,12 @@ def test_unreachable_api_base_fails_fast_with_one_clear_error():
     assert API_KEY not in message and API_KEY[-8:] not in message
 
 
-def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator):
+def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator, transport):
     judge = fk.Judge(
-        "openai/sim-judge", api_base=judge_simulator.base_url + "/nowhere", api_key=API_KEY
+        "openai/sim-judge",
+        api_base=judge_simulator.base_url + "/nowhere",
+        api_key=API_KEY,
+        transport=transport,
     )
     with pytest.raises(fk.JudgeError, match="answered HTTP 404 to the first 3 calls"):
         fk.evaluate_dataframe(
@@ -310,9 +328,10 @@ SIGINT_SCRIPT = textwrap.dedent(
     from framekit.judges import _litellm
     from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
-    api_base, cache = sys.argv[1], sys.argv[2]
+    api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
     _litellm.litellm()
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4,
+                     transport=transport)
     try:
         fk.evaluate_dataframe(retrieval_frame(300), [RetrievalRelevance()], MAPPING,
                               judge=judge, cache=cache, progress=True)
@@ -328,7 +347,7 @@ def test_sigint_returns_within_two_seconds_and_keeps_completed_answers(simulator
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache)],
+        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -405,6 +424,7 @@ def _keyed_judge(source: str, sim, monkeypatch, **options) -> fk.Judge:
         key, api_base = "placeholder", f"{sim.api_base}?key={API_KEY}"
     else:
         key = API_KEY
+    options.setdefault("transport", "auto" if model.startswith("anthropic/") else helpers.TRANSPORT)
     return fk.Judge(model, api_base=api_base, api_key=key, **options)
 
 
@@ -412,6 +432,8 @@ def _keyed_judge(source: str, sim, monkeypatch, **options) -> fk.Judge:
 def test_api_key_never_leaks_after_a_run_that_failed_every_way(
     source, simulator_factory, tmp_path, caplog, capfd, monkeypatch
 ):
+    if source == "ANTHROPIC_API_KEY" and helpers.TRANSPORT == "http":
+        pytest.skip("the http transport speaks only OpenAI's wire format (litellm case covers it)")
     for name in _LOGGERS:
         caplog.set_level(logging.DEBUG, logger=name)
     seen: list[str] = []
@@ -449,7 +471,8 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
         port = _closed_port()
         for api_base in (f"http://127.0.0.1:{port}/v1?key={API_KEY}",
                          f"http://user:{API_KEY}@127.0.0.1:{port}/v1"):  # fmt: skip
-            refused = fk.Judge("openai/sim-judge", api_base=api_base, api_key="placeholder")
+            refused = fk.Judge("openai/sim-judge", api_base=api_base, api_key="placeholder",
+                               transport=helpers.TRANSPORT)  # fmt: skip
             seen.append(repr(refused))
             attempt(_run, retrieval_frame(5), None, False, judge=refused)
         if source in ("argument", "FRAMEKIT_API_KEY", "OPENAI_API_KEY", "header"):
@@ -460,7 +483,9 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
 
     captured = capfd.readouterr()
     logs = caplog.text + captured.err
-    if source != "ANTHROPIC_API_KEY":
+    if helpers.TRANSPORT == "http" and source != "ANTHROPIC_API_KEY":
+        assert "DEBUG" in caplog.text, "DEBUG logging was captured"
+    else:
         assert "POST Request Sent from LiteLLM" in logs, "litellm's request log was captured"
     seen += [captured.out, captured.err, caplog.text, *(str(w.message) for w in caught)]
     seen += [repr(fk.Cache(cache_dir)), repr(fk.last_run()), fk.last_run().summary()]
@@ -573,7 +598,7 @@ def test_interrupt_inside_a_running_loop_as_in_jupyter(simulator_factory, tmp_pa
 
 def test_a_request_that_cannot_be_encoded_fails_its_row_without_retries():
     # litellm reports a client-side encoding failure as a 500; retrying cannot fix it.
-    from framekit.engine.faults import classify
+    from framekit.judges.litellm_faults import classify
 
     lm = _litellm.litellm()
     try:

@@ -22,6 +22,7 @@ import framekit as fk
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.base import ChatRequest
 from framekit.judges.structured import parse_answer
+from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,6 +55,7 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
 # -- secrets ----------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("transport")
 def test_key_echoed_inside_an_answer_never_reaches_the_cache_or_the_output(
     simulator_factory, tmp_path, caplog
 ):
@@ -72,19 +74,21 @@ def test_key_echoed_inside_an_answer_never_reaches_the_cache_or_the_output(
         assert API_KEY not in text and API_KEY[-8:] not in text
 
 
+@pytest.mark.usefixtures("transport")
 def test_key_from_openai_api_key_echoed_in_error_bodies_is_redacted(
     simulator_factory, monkeypatch, no_keys
 ):
     # The key reaches the endpoint only through litellm reading OPENAI_API_KEY.
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     sim = simulator_factory(echo_headers="error")
-    judge = fk.Judge("openai/sim-judge", api_base=sim.api_base)
+    judge = fk.Judge("openai/sim-judge", api_base=sim.api_base, transport=helpers.TRANSPORT)
     out = _score(retrieval_frame(4), judge, False)
     errors = out["retrieval_relevance_error"].to_list()
     assert all(e.startswith("BadRequestError: you sent POST") for e in errors)
     assert all(API_KEY not in e and API_KEY[-8:] not in e for e in errors)
 
 
+@pytest.mark.usefixtures("transport")
 def test_credentials_in_api_base_never_appear_in_the_unreachable_error(no_keys):
     import socket
 
@@ -92,7 +96,10 @@ def test_credentials_in_api_base_never_appear_in_the_unreachable_error(no_keys):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     judge = fk.Judge(
-        "openai/sim-judge", api_base=f"http://127.0.0.1:{port}/v1?key={API_KEY}", api_key="x-none"
+        "openai/sim-judge",
+        api_base=f"http://127.0.0.1:{port}/v1?key={API_KEY}",
+        api_key="x-none",
+        transport=helpers.TRANSPORT,
     )
     with pytest.raises(fk.JudgeError, match=r"cannot reach the judge at .*\?key=\*\*\*") as info:
         _score(retrieval_frame(5), judge, False)
@@ -103,13 +110,31 @@ def test_credentials_in_api_base_never_appear_in_the_unreachable_error(no_keys):
 
 
 def test_missing_api_key_is_a_configuration_error_before_any_call(judge_simulator, no_keys):
-    judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base)
+    # litellm's OpenAI client refuses to send without a key, even to a custom api_base.
+    judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, transport="litellm")
     started = time.monotonic()
     with pytest.raises(fk.JudgeConfigurationError, match="no API key for 'openai/sim-judge'"):
         _score(retrieval_frame(20), judge, False)
     assert time.monotonic() - started < 5.0  # not an outage ridden out for a minute
     assert judge_simulator.stats()["total"] == 0
     assert issubclass(fk.JudgeConfigurationError, fk.InputError)
+
+
+def test_missing_key_on_the_http_transport_matters_only_for_openai_itself(
+    judge_simulator, no_keys, monkeypatch
+):
+    for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    # A keyless self-hosted server: the http transport sends without a key, and it works.
+    keyless = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, transport="http")
+    assert keyless.configuration_problem() is None
+    out = _score(retrieval_frame(4), keyless, False)
+    assert out["retrieval_relevance_error"].null_count() == 4
+    assert judge_simulator.stats()["total"] == 4
+    # OpenAI's own endpoint needs one: refused before any call (nothing leaves the machine).
+    default = fk.Judge("openai/gpt-4o-mini", transport="http")
+    with pytest.raises(fk.JudgeConfigurationError, match="no API key for 'openai/gpt-4o-mini'"):
+        _score(retrieval_frame(2), default, False)
 
 
 @pytest.mark.parametrize(
@@ -139,9 +164,11 @@ def test_api_base_with_credentials_is_a_configuration_error_not_an_outage(judge_
 
 def test_cli_missing_key_exits_2_with_one_line_and_dry_run_warns(tmp_path, judge_simulator):
     retrieval_frame(5).write_parquet(tmp_path / "in.parquet")
+    # anthropic/ goes through litellm, whose client refuses to send without a key (an
+    # openai/ model with --api-base goes over http, where a keyless server is fine).
     common = ["in.parquet", "-e", "retrieval_relevance", "--map", "input=question",
-              "--map", "context=docs", "--judge", "openai/sim-judge",
-              "--api-base", judge_simulator.api_base]  # fmt: skip
+              "--map", "context=docs", "--judge", "anthropic/sim-judge",
+              "--api-base", judge_simulator.base_url]  # fmt: skip
     run = _cli("evaluate", *common, "-o", "out.parquet", "-q", cwd=tmp_path)
     assert run.returncode == 2, run.stderr
     lines = [line for line in run.stderr.splitlines() if line.startswith("framekit: error")]

@@ -28,6 +28,8 @@ class RunStats:
     embeddings_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+    #: The judge transports the run's calls went through ("http", "litellm").
+    transports: list[str] = field(default_factory=list)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
 
@@ -41,6 +43,8 @@ class RunStats:
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
         )
+        if self.transports:
+            line += f" (via {', '.join(self.transports)})"
         return self.with_hints(line)
 
     def with_hints(self, line: str) -> str:

@@ -7,10 +7,12 @@ outage. These checks turn them into one :class:`~framekit.JudgeConfigurationErro
 The credential rule: a judge with a key (``api_key=``, ``$FRAMEKIT_API_KEY``, a secret
 keyword such as ``azure_ad_token``, or the provider's variable litellm reads) is checked
 for a malformed key (whitespace, control or non-ASCII characters). A judge of a provider
-in :data:`PROVIDER_KEYS` with no key at all is missing its credentials, even with an
-``api_base``: litellm's clients for these providers refuse to send without one, so a
-self-hosted OpenAI-compatible server that needs no key still needs a placeholder
-(``api_key="none"``). Models of other providers (``ollama/``, ``hosted_vllm/``...) are
+in :data:`PROVIDER_KEYS` with no key at all is missing its credentials when its transport
+cannot send without one: on the litellm transport even with an ``api_base`` (litellm's
+clients for these providers refuse to send without a key, so a keyless self-hosted
+server there still needs a placeholder, ``api_key="none"``); on the HTTP transport only
+for OpenAI's own endpoint (no ``api_base``), since a self-hosted server may take no key.
+Models of other providers (``ollama/``, ``hosted_vllm/``...) are
 not checked: they may run without a key, and a server that wants one answers 401, which
 stops the run at once.
 """
@@ -122,8 +124,13 @@ def credential_problem(
     key_source: str,
     kwargs: Mapping[str, Any],
     environ: Mapping[str, str] | None = None,
+    requires_key: bool = True,
 ) -> str | None:
-    """Why no call of this judge can succeed, or ``None`` (see the module's rule)."""
+    """Why no call of this judge can succeed, or ``None`` (see the module's rule).
+
+    ``requires_key=False`` (the HTTP transport to a self-hosted ``api_base``): a missing
+    key is not a problem, the server may take none.
+    """
     env = os.environ if environ is None else environ
     if api_base:
         problem = api_base_problem(api_base)
@@ -139,10 +146,11 @@ def credential_problem(
         value = env.get(name)
         if value:
             return key_problem(value, f"${name}")
-    if not names:
+    if not names or not requires_key:
         return None
     where = (
-        " (a server that needs no key still needs a placeholder, e.g. api_key='none')"
+        " (on the litellm transport a server that needs no key still needs a "
+        "placeholder, e.g. api_key='none')"
         if api_base
         else ""
     )

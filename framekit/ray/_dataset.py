@@ -81,6 +81,9 @@ def run_spec(
             # Its redaction list holds the key too; each worker collects its own at the
             # start of its run (Judge.prepare), from the same environment.
             resolved._secrets = ()
+            # The copy's transport must be its own: the original's points back at the
+            # original judge, key and all.
+            resolved._transport = resolved._make_transport(resolved.transport)
             key_from_env = True
     return RunSpec(
         evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env

@@ -22,11 +22,13 @@ import hashlib
 import json
 import random
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import ray
 
 from framekit.engine.limiter import EndpointHealth, RateLimiter
+from framekit.engine.pacing import read_limits
 
 #: Ray namespace of the limiter actors: jobs of one cluster using one key share a limit.
 NAMESPACE = "framekit"
@@ -55,6 +57,9 @@ class _LimiterActor:
         await self._limiter.acquire(tokens)
         self._granted += 1
         return time.time() + SEND_LEAD_S
+
+    async def observe(self, headers: dict[str, str]) -> None:
+        self._limiter.observe(headers)
 
     async def on_rate_limited(self, pause: float) -> None:
         self._rate_limited += 1
@@ -113,6 +118,7 @@ class RemoteLimiter:
         self.health = EndpointHealth(self._rng)
         self._successes = 0
         self._token_correction = 0
+        self._observed: tuple[object, ...] | None = None
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about ``tokens`` tokens may be sent."""
@@ -128,6 +134,21 @@ class RemoteLimiter:
         if delay > 0:
             await asyncio.sleep(delay)
         self.health.passed(time.monotonic())
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Pass an answer's rate-limit headers on to the cluster's limiter: the first
+        answer (the actor holds later requests until it has seen one), then only a new
+        limit or an exhausted window, so that the actor is not asked twice per call."""
+        announced = read_limits(headers) if headers else None
+        state = (
+            None
+            if announced is None
+            else (announced.rpm, announced.tpm, announced.requests_left == 0)
+        )
+        if self._observed is not None and state == self._observed[0]:
+            return
+        self._observed = (state,)
+        self._actor.observe.remote(dict(headers or {}))
 
     def settle(self, estimated: int, actual: int | None) -> None:
         if actual is not None:

@@ -152,6 +152,7 @@ class SimApp:
         rpm = self.config.rpm
         self.bucket = max(1.0, rpm / 60.0) if rpm else 0.0
         self.bucket_at = time.monotonic()
+        self.window_start, self.window_count = self.bucket_at, 0
 
     def reset(self) -> None:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
@@ -228,7 +229,9 @@ class SimApp:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
-            return self._api(method, path, headers, body, query)
+            reply = self._api(method, path, headers, body, query)
+            reply.headers += self.limit_headers()
+            return reply
         except Exception as exc:  # a simulator bug must surface as a 500, not a dead socket
             return Reply(500, error_body(500, f"simulator error: {exc!r}"))
 
@@ -284,6 +287,8 @@ class SimApp:
             status = self.storm_status
             extra = self._retry_after(self.storm_until - now) if status in (429, 503) else ()
             return Reply(status, error_body(status), extra)
+        if cfg.rpm and cfg.rpm_window:
+            return self._window_gate(now, cfg.rpm, cfg.rpm_window)
         if cfg.rpm:
             # Token bucket: capacity max(1, rpm/60) (about one second of budget),
             # refilled continuously at rpm/60 per second.
@@ -295,6 +300,38 @@ class SimApp:
                 return Reply(429, error_body(429), self._retry_after((1.0 - self.bucket) / rate))
             self.bucket -= 1.0
         return None
+
+    def _window_gate(self, now: float, rpm: float, window: float) -> Reply | None:
+        """Fixed windows of ``window`` seconds, each allowing ``rpm * window / 60``."""
+        if now - self.window_start >= window:
+            self.window_start += window * ((now - self.window_start) // window)
+            self.window_count = 0
+        if self.window_count >= max(1, int(rpm * window / 60.0)):
+            self._fault("rpm")
+            wait = self.window_start + window - now
+            return Reply(429, error_body(429), self._retry_after(wait))
+        self.window_count += 1
+        return None
+
+    def limit_headers(self) -> tuple[tuple[str, str], ...]:
+        """OpenAI's request-limit headers for the current bucket or window."""
+        cfg = self.config
+        if not (cfg.rate_limit_headers and cfg.rpm):
+            return ()
+        now = time.monotonic()
+        if cfg.rpm_window:
+            allowed = max(1, int(cfg.rpm * cfg.rpm_window / 60.0))
+            left = max(0, allowed - self.window_count)
+            reset = max(0.0, self.window_start + cfg.rpm_window - now)
+        else:
+            rate = cfg.rpm / 60.0
+            left = int(self.bucket)
+            reset = (max(1.0, rate) - self.bucket) / rate
+        return (
+            ("x-ratelimit-limit-requests", f"{cfg.rpm:g}"),
+            ("x-ratelimit-remaining-requests", str(left)),
+            ("x-ratelimit-reset-requests", f"{math.ceil(reset * 1000)}ms"),
+        )
 
     def _retry_after(self, wait: float) -> tuple[tuple[str, str], ...]:
         style = self.config.retry_after

@@ -73,6 +73,15 @@ class SimulatorConfig:
         Requests per minute (chat and embeddings together), as a token bucket of capacity
         ``max(1, rpm / 60)`` (about one second of budget) refilled at ``rpm / 60`` per
         second; a request finding it empty gets 429.
+    rpm_window : float, optional
+        If set, ``rpm`` is enforced instead in fixed windows of this many seconds, at
+        most ``rpm * rpm_window / 60`` requests each, as providers that quantise a
+        minute's budget do (OpenAI counts 60,000 RPM as about 1,000 per second).
+    rate_limit_headers : bool
+        If True (and ``rpm`` is set), every API answer carries OpenAI's
+        ``x-ratelimit-limit-requests`` (the rpm), ``x-ratelimit-remaining-requests`` and
+        ``x-ratelimit-reset-requests`` (left in the current bucket or window, and when it
+        is full again).
     retry_after : {"seconds", "ms", "http-date", None}
         The wait header on 429s and 429/503 storms: ``Retry-After: <int seconds, >= 1>``,
         ``retry-after-ms: <int ms>``, ``Retry-After: <HTTP date>``, or none.
@@ -110,6 +119,8 @@ null_content_rate, refusal_rate : float
     latency: float = 0.0
     latency_max: float | None = None
     rpm: float | None = None
+    rpm_window: float | None = None
+    rate_limit_headers: bool = False
     retry_after: str | None = "seconds"
     error_500_rate: float = 0.0
     error_503_rate: float = 0.0
@@ -132,6 +143,8 @@ null_content_rate, refusal_rate : float
             raise ValueError("need 0 <= latency <= latency_max")
         if self.rpm is not None and self.rpm <= 0:
             raise ValueError("rpm must be positive (or None for no limit)")
+        if self.rpm_window is not None and self.rpm_window <= 0:
+            raise ValueError("rpm_window must be positive seconds (or None for a token bucket)")
         if self.retry_after not in _RETRY_AFTER_STYLES:
             raise ValueError(f"retry_after must be one of {_RETRY_AFTER_STYLES}")
         rates = [getattr(self, name) for name in _RATES]
