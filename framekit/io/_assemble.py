@@ -38,6 +38,7 @@ def _assemble(
     slices: Sequence[tuple[int, int]],
     parts: _Parts,
     destination: Path,
+    metadata: dict[bytes, bytes] | None = None,
 ) -> None:
     """Stream the input columns and the result parts into a temporary file, then rename it.
 
@@ -59,9 +60,12 @@ def _assemble(
         table = pa.concat_tables(buffered).replace_schema_metadata(None)
         buffered.clear()
         if writer is None:
-            writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-        elif table.schema != writer.schema:  # e.g. string in one file, large_string in another
-            table = table.cast(writer.schema)
+            # The run record goes into the file's key-value metadata (framekit._provenance).
+            schema = table.schema.with_metadata(metadata) if metadata else table.schema
+            writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        elif not table.schema.equals(writer.schema, check_metadata=False):
+            # e.g. string in one file, large_string in another
+            table = table.cast(writer.schema.remove_metadata())
         writer.write_table(table, row_group_size=table.num_rows)
 
     try:

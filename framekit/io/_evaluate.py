@@ -23,11 +23,14 @@ from framekit._errors import InputError
 from framekit._mapping import MappingValue
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.jobs import check_evaluators
+from framekit.engine.jobs import JudgeResolver, check_evaluators
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
 from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
+from framekit._provenance import to_metadata
+from framekit.engine.provenance import build_record
 from framekit.io._assemble import _assemble, _write_empty
+from framekit.io._provenance import source_label
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
 from framekit.io._fingerprint import _file_identity, run_fingerprint
@@ -138,7 +141,10 @@ async def aevaluate_parquet(
     dest = Path(destination)
     if _is_duckdb_relation(source):
         with _materialised(source, dest) as (path, identity):
-            return await _evaluate_files([path], identity, dest, evaluators, mapping, opts)
+            label = source_label(source)
+            return await _evaluate_files(
+                [path], identity, dest, evaluators, mapping, opts, label
+            )
     return await _evaluate_files(resolve_sources(source), None, dest, evaluators, mapping, opts)
 
 
@@ -198,6 +204,7 @@ async def _evaluate_files(
     evaluators: Evaluator | Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None,
     opts: _Options,
+    label: str | None = None,
 ) -> ParquetRun:
     started = time.perf_counter()
     evs = check_evaluators(evaluators)
@@ -261,7 +268,15 @@ async def _evaluate_files(
             if identity is None and _file_identity(files) != manifest["sources"]:
                 raise InputError("a source file changed while it was being scored; run again")
             kept = [c for c in schema if c not in clash]
-            _assemble(files, kept, slices, parts, dest)
+            record = build_record(
+                evs,
+                [JudgeResolver(resolved_judge)(ev) for ev in evs],
+                mapping,
+                run.stats,
+                source=label or source_label(files),
+            )
+            run.stats.provenance = record
+            _assemble(files, kept, slices, parts, dest, to_metadata(record))
         parts.remove()
     finally:
         if bar is not None:
