@@ -214,3 +214,31 @@ def save(fig: Figure, path: str | Path, *, dpi: int = 100) -> Path:
 
 
 __all__ = ["distributions", "means", "save"]
+
+
+def chart_names(by: str | None = None) -> tuple[str, str]:
+    """File names of the two standard charts (used by ``framekit report --png`` and ``demo``):
+    ``score_distributions.png`` and ``scores_by_<by>.png`` (``scores.png`` without groups)."""
+    return "score_distributions.png", f"scores_by_{by}.png" if by else "scores.png"
+
+
+def save_charts(
+    scored: _inputs.FrameLike,
+    out_dir: str | Path,
+    by: str | None = None,
+    evaluators: str | Sequence[str] | None = None,
+) -> list[Path]:
+    """Write the score distributions and the means chart into ``out_dir``; their paths.
+
+    Examples
+    --------
+    >>> save_charts(scored, "charts", by="strategy")  # doctest: +SKIP
+    [PosixPath('charts/score_distributions.png'), PosixPath('charts/scores_by_strategy.png')]
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dist_name, means_name = chart_names(by)
+    return [
+        save(distributions(scored, evaluators, by), out / dist_name),
+        save(means(scored, by, evaluators), out / means_name),
+    ]
