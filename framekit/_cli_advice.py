@@ -6,7 +6,9 @@ input with polars code; a shell user needs ``--map input=<column>`` and ``--sql`
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 _MAPPING = re.compile(r"mapping=\{'(\w+)': <column>\}")
 _NOT_PARQUET = re.compile(r"'([^']+)' is not a Parquet file")
@@ -24,6 +26,8 @@ def advise(message: str) -> str:
     found = _NOT_PARQUET.search(message)
     if found:
         path = found.group(1)
+        if os.path.isabs(path) and Path(path).is_relative_to(Path.cwd()):
+            path = os.path.relpath(path)  # as the user typed it, most likely
         reader = "read_json_auto" if path.endswith((".json", ".jsonl", ".ndjson")) else None
         query = f"select * from {reader}('{path}')" if reader else f"select * from '{path}'"
         message = re.sub(r"convert it first, e\.g\. .*$", "", message).rstrip("; ")
