@@ -82,7 +82,11 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
         )
     if record.get("mapping"):
         mapping = record["mapping"]
-        text = ", ".join(f"{k}={v}" for k, v in mapping.items()) if isinstance(mapping, dict) else str(mapping)
+        text = (
+            ", ".join(f"{k}={v}" for k, v in mapping.items())
+            if isinstance(mapping, dict)
+            else str(mapping)
+        )
         out.append(("mapping", text))
     counts = record.get("counts") or {}
     if counts:

@@ -16,7 +16,6 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit import _cli_traces
@@ -186,9 +185,8 @@ def _read_scored(
     With ``context``, also explanations and the columns that identify and show a row
     (ids, trace and span ids, the mapped input and output), for the HTML report.
     """
-    from framekit import _provenance
+    from framekit import _provenance, io
     from framekit import _result_columns as contract
-    from framekit import io
     from framekit.analysis._html_rows import context_columns
     from framekit.io._sources import _schema_of
 

@@ -39,8 +39,13 @@ def test_run_record_is_in_the_output_parquet_without_the_key(judge_simulator, tm
     rows_with_a_failure().write_parquet(source)
     judge = sim_judge(judge_simulator, temperature=0.0)
     run = fk.evaluate_parquet(
-        source, tmp_path / "out.parquet", [RetrievalRelevance(threshold=0.7)], MAPPING,
-        judge=judge, cache=False, progress=False,
+        source,
+        tmp_path / "out.parquet",
+        [RetrievalRelevance(threshold=0.7)],
+        MAPPING,
+        judge=judge,
+        cache=False,
+        progress=False,
     )
     record = fk.io.read_provenance(run.destination)
     assert record is not None and record == fk.last_run().provenance
@@ -61,26 +66,33 @@ def test_run_record_is_in_the_output_parquet_without_the_key(judge_simulator, tm
 def test_user_written_frame_keeps_its_record_and_the_report_shows_it(judge_simulator, tmp_path):
     judge = sim_judge(judge_simulator)
     scored = fk.evaluate_dataframe(
-        rows_with_a_failure(), [RetrievalRelevance()], MAPPING,
-        judge=judge, cache=False, progress=False,
+        rows_with_a_failure(),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=False,
+        progress=False,
     )
     path = fk.io.write_parquet(scored, tmp_path / "mine.parquet")
     assert pl.read_parquet(path).equals(scored)
     record = fk.io.read_provenance(path)
     assert record is not None and record["judges"][0]["model"] == "openai/sim-judge"
 
-    result = framekit("report", "mine.parquet", "--html", "r.html", "--title", "Nightly <run>",
-                      cwd=tmp_path)
+    result = framekit(
+        "report", "mine.parquet", "--html", "r.html", "--title", "Nightly <run>", cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert "12 rows x 1 evaluator in mine.parquet" in result.stdout
     page = (tmp_path / "r.html").read_text()
-    header = page[page.index('id="provenance"'):page.index('id="summary"')]
+    header = page[page.index('id="provenance"') : page.index('id="summary"')]
     assert "openai/sim-judge" in header and RetrievalRelevance().cache_namespace() in header
     assert "input=question" in header and str(fk.__version__) in header
     assert "<title>Nightly &lt;run&gt;</title>" in page
     assert API_KEY not in page and API_KEY[-8:] not in page
     # The failed row is listed with its id, its trace id and its error.
-    failed = re.search(r'<tr data-evaluator="retrieval_relevance"[^>]*data-status="error">(.*?)</tr>', page)
+    failed = re.search(
+        r'<tr data-evaluator="retrieval_relevance"[^>]*data-status="error">(.*?)</tr>', page
+    )
     assert failed is not None
     assert ">3<" in failed.group(1) and "trace0003" in failed.group(1)
     error = scored.filter(pl.col("row_id") == 3)["retrieval_relevance_error"][0]
@@ -90,9 +102,25 @@ def test_user_written_frame_keeps_its_record_and_the_report_shows_it(judge_simul
 def test_offline_scores_are_labelled_as_similarity_proxies(tmp_path):
     pytest.importorskip("onnxruntime")
     source = tmp_path / "in.parquet"
-    rows_with_a_failure(4).with_columns(pl.col("question").str.replace(r" @sim.*", "")).write_parquet(source)
-    result = framekit("evaluate", "in.parquet", "-e", "retrieval_relevance", "--map", "input=question",
-                      "--map", "context=docs", "--judge", "local", "-o", "out.parquet", "-q", cwd=tmp_path)
+    rows_with_a_failure(4).with_columns(
+        pl.col("question").str.replace(r" @sim.*", "")
+    ).write_parquet(source)
+    result = framekit(
+        "evaluate",
+        "in.parquet",
+        "-e",
+        "retrieval_relevance",
+        "--map",
+        "input=question",
+        "--map",
+        "context=docs",
+        "--judge",
+        "local",
+        "-o",
+        "out.parquet",
+        "-q",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     assert fk.io.read_provenance(tmp_path / "out.parquet")["judges"][0]["kind"] == "local"
     report = framekit("report", "out.parquet", "--html", "r.html", cwd=tmp_path)
@@ -133,8 +161,8 @@ def test_unpaired_comparison_drops_null_only_columns(tmp_path):
         }
     )
     page = write_html_report(frame, tmp_path / "r.html", by="strategy").read_text()
-    comparison = page[page.index('id="comparison"'):]
-    comparison = comparison[:comparison.index("</table>")]
+    comparison = page[page.index('id="comparison"') :]
+    comparison = comparison[: comparison.index("</table>")]
     assert "<th>n_pairs</th>" not in comparison and "<th>unmatched</th>" not in comparison
     assert ">null<" not in comparison and "<th>winner</th>" in comparison
 
@@ -142,15 +170,27 @@ def test_unpaired_comparison_drops_null_only_columns(tmp_path):
 def test_cli_guides_in_its_own_syntax(tmp_path):
     source = tmp_path / "in.parquet"
     pl.DataFrame({"question": ["q"], "docs": [["d"]]}).write_parquet(source)
-    missing = framekit("evaluate", "in.parquet", "-e", "retrieval_relevance", "--dry-run",
-                       cwd=tmp_path)
+    missing = framekit(
+        "evaluate", "in.parquet", "-e", "retrieval_relevance", "--dry-run", cwd=tmp_path
+    )
     assert_input_error(missing, "--map input=<column>")
     assert "mapping={" not in missing.stderr
-    typo = framekit("evaluate", "in.parquet", "-e", "retrieval_relevanse", "--dry-run",
-                    cwd=tmp_path)
+    typo = framekit(
+        "evaluate", "in.parquet", "-e", "retrieval_relevanse", "--dry-run", cwd=tmp_path
+    )
     assert_input_error(typo, "Did you mean 'retrieval_relevance'?")
-    column = framekit("evaluate", "in.parquet", "-e", "retrieval_relevance", "--map",
-                      "input=questoin", "--map", "context=docs", "--dry-run", cwd=tmp_path)
+    column = framekit(
+        "evaluate",
+        "in.parquet",
+        "-e",
+        "retrieval_relevance",
+        "--map",
+        "input=questoin",
+        "--map",
+        "context=docs",
+        "--dry-run",
+        cwd=tmp_path,
+    )
     assert_input_error(column, "Did you mean 'question'?")
     (tmp_path / "raw.csv").write_text("question,docs\nq,d\n")
     csv = framekit("evaluate", "raw.csv", "-e", "coherence", "--dry-run", cwd=tmp_path)
@@ -169,8 +209,19 @@ def test_report_options_reach_the_html(tmp_path):
         }
     )
     frame.write_parquet(tmp_path / "s.parquet")
-    result = framekit("report", "s.parquet", "--by", "strategy", "--on", "q", "-e", "rr",
-                      "--html", "r.html", cwd=tmp_path)
+    result = framekit(
+        "report",
+        "s.parquet",
+        "--by",
+        "strategy",
+        "--on",
+        "q",
+        "-e",
+        "rr",
+        "--html",
+        "r.html",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r.html").read_text()
     assert "paired bootstrap" in page and "other" not in page.split("<nav>")[1]

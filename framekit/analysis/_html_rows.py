@@ -85,9 +85,10 @@ def drill_rows(
     notes: list[str] = []
     indexed = frame.with_row_index("_row")
     for name in names:
-        col = lambda kind: contract.column(name, kind)  # noqa: E731
         have = set(frame.columns)
-        score, error = col("score"), col("error")
+        score, error = contract.column(name, "score"), contract.column(name, "error")
+        label, passed_col = contract.column(name, "label"), contract.column(name, "passed")
+        explanation = contract.column(name, "explanation")
         failed = indexed.filter(pl.col(error).is_not_null())
         scored = indexed.filter(pl.col(error).is_null() & pl.col(score).is_not_null())
         worst_first = _direction(provenance, name) == "minimize"
@@ -96,16 +97,16 @@ def drill_rows(
             notes.append(f"{name}: {FAILED_ROWS} of {failed.height} failed rows shown")
         for part in (failed.head(FAILED_ROWS), lowest):
             for r in part.iter_rows(named=True):
-                passed = r.get(col("passed")) if col("passed") in have else None
+                passed = r.get(passed_col) if passed_col in have else None
                 status = "error" if r[error] is not None else ("passed" if passed else "failed")
                 row: dict[str, Any] = {"evaluator": name}
                 row.update({c: r[c] for c in ids})
                 row.update({field: _excerpt(r[c]) for field, c in texts.items()})
                 row.update(
-                    label=r.get(col("label")) if col("label") in have else None,
+                    label=r.get(label) if label in have else None,
                     score=r[score],
                     status=status,
-                    explanation=_excerpt(r.get(col("explanation"))),
+                    explanation=_excerpt(r.get(explanation)),
                     error=r[error],
                 )
                 rows.append(row)

@@ -65,7 +65,11 @@ def build_record(
     for ev, judge in zip(evaluators, judges, strict=True):
         entry = _judge(judge)
         same = next(
-            (j for j in judge_entries if {**j, "evaluators": None} == {**entry, "evaluators": None}),
+            (
+                j
+                for j in judge_entries
+                if {**j, "evaluators": None} == {**entry, "evaluators": None}
+            ),
             None,
         )
         if same is None:

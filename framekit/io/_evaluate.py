@@ -21,20 +21,20 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
+from framekit._provenance import to_metadata
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.jobs import JudgeResolver, check_evaluators
+from framekit.engine.provenance import build_record
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
 from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
-from framekit._provenance import to_metadata
-from framekit.engine.provenance import build_record
 from framekit.io._assemble import _assemble, _write_empty
-from framekit.io._provenance import source_label
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
+from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _last_stats, _RowBar
 from framekit.io._sources import (
     SourceLike,

@@ -72,7 +72,9 @@ def write_parquet(
             "no run record to write: run fk.evaluate_dataframe first, or pass provenance="
         )
     table = to_polars(scored).frame.to_arrow()
-    table = table.replace_schema_metadata({**(table.schema.metadata or {}), **to_metadata(provenance)})
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), **to_metadata(provenance)}
+    )
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, tmp, compression="zstd")
