@@ -94,6 +94,4 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     if "cost_usd" in record:
         cost = record["cost_usd"]
         out.append(("cost", "unknown" if cost is None else f"${cost:.4f}"))
-    if is_offline(record):
-        out.append(("note", PROXY_NOTE))
     return out

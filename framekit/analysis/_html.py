@@ -45,6 +45,13 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _text_cell(text: str) -> str:
+    # Long text keeps a readable width; on a phone the table scrolls instead of wrapping
+    # every word onto its own line.
+    css = ' class="text"' if len(text) > 30 else ""
+    return f"<td{css}>{html.escape(text)}</td>"
+
+
 def _html_table(frame: pl.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
@@ -53,7 +60,7 @@ def _html_table(frame: pl.DataFrame) -> str:
         + "".join(
             f'<td class="num">{html.escape(_cell(v))}</td>'
             if num
-            else f"<td>{html.escape(_cell(v))}</td>"
+            else _text_cell(_cell(v))
             for v, num in zip(row, numeric, strict=True)
         )
         + "</tr>"
@@ -77,6 +84,7 @@ table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #rows th { cursor: pointer; } #rows td { max-width: 28rem; }
+td.text { min-width: 14rem; } th { white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; height: auto; }
 .note { background: #fff6d6; border-left: 4px solid #e0b400; padding: 0.4rem 0.7rem; }

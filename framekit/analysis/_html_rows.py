@@ -186,7 +186,9 @@ def rows_section(
             if c == "score" and v is not None:
                 cells.append(f'<td class="num" data-v="{v!r}">{v:.3f}</td>')
             else:
-                cells.append(f"<td>{'' if v is None else html.escape(str(v))}</td>")
+                text = "" if v is None else str(v)
+                css = ' class="text"' if len(text) > 30 else ""
+                cells.append(f"<td{css}>{html.escape(text)}</td>")
         body.append(
             f'<tr data-evaluator="{html.escape(r["evaluator"])}" '
             f'data-label="{html.escape(str(r["label"]) if r["label"] is not None else "")}" '
