@@ -145,7 +145,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         plan = io.plan_parquet(
-            source, evaluators, mapping, judge=judge, cache=cache, slice_rows=args.slice_rows
+            source,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            slice_rows=args.slice_rows,
+            overwrite=args.overwrite,
+            details=args.details,
         )
         print(plan.describe())
         return 0

@@ -248,3 +248,24 @@ def test_rows_table_carries_what_the_filter_reads(tmp_path: Path):
     assert ">span_id</th>" in page and ">input</th>" in page
     for control in ("f-evaluator", "f-label", "f-status", "f-q"):
         assert f'id="{control}"' in page
+
+
+def test_dry_run_refuses_existing_result_columns_like_the_real_run(tmp_path):
+    pl.DataFrame(
+        {"question": ["q"], "docs": [["d"]], "retrieval_relevance_score": [0.5]}
+    ).write_parquet(tmp_path / "in.parquet")
+    args = (
+        "evaluate",
+        "in.parquet",
+        "-e",
+        "retrieval_relevance",
+        "--map",
+        "input=question",
+        "--map",
+        "context=docs",
+        "--judge",
+        "local",
+        "--dry-run",
+    )
+    assert_input_error(framekit(*args, cwd=tmp_path), "'retrieval_relevance_score' already exists")
+    assert framekit(*args, "--overwrite", cwd=tmp_path).returncode == 0
