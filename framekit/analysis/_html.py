@@ -204,16 +204,17 @@ def write_html_report(
     summary_by = None
     if by is not None:
         groups = frame.get_column(by).n_unique()
-        summary_by = summarize(frame, by, evaluators=names)
-        note = ""
+        note, grouped = "", frame
         if groups > max_groups:
             note = (
                 f'<p class="note">{groups} groups in {html.escape(by)}: the first {max_groups} '
                 "are shown, and the pairwise comparison and the means chart are left out "
                 "(pass fewer groups, e.g. a coarser column, or raise max_groups).</p>"
             )
-            shown = summary_by.get_column(by).unique(maintain_order=True).head(max_groups)
-            summary_by = summary_by.filter(pl.col(by).is_in(shown.implode()))
+            # Cut before summarizing: every group costs its own bootstrap.
+            shown = frame.get_column(by).unique().sort(nulls_last=True).head(max_groups)
+            grouped = frame.filter(pl.col(by).is_in(shown.implode()))
+        summary_by = summarize(grouped, by, evaluators=names)
         toc.append(("by", f"Summary by {by}"))
         sections += [
             f'<h2 id="by">Summary by {html.escape(by)}</h2>',
