@@ -269,3 +269,22 @@ def test_dry_run_refuses_existing_result_columns_like_the_real_run(tmp_path):
     )
     assert_input_error(framekit(*args, cwd=tmp_path), "'retrieval_relevance_score' already exists")
     assert framekit(*args, "--overwrite", cwd=tmp_path).returncode == 0
+
+
+def test_an_empty_input_still_gets_its_run_record(tmp_path):
+    source = tmp_path / "empty.parquet"
+    pl.DataFrame(
+        {"question": [], "docs": []}, schema={"question": pl.String, "docs": pl.List(pl.String)}
+    ).write_parquet(source)
+    fk.evaluate_parquet(
+        source,
+        tmp_path / "out.parquet",
+        [RetrievalRelevance()],
+        MAPPING,
+        judge="local",
+        cache=False,
+        progress=False,
+    )
+    record = fk.io.read_provenance(tmp_path / "out.parquet")
+    assert record is not None and record["counts"]["rows"] == 0
+    assert pl.read_parquet(tmp_path / "out.parquet").height == 0

@@ -104,12 +104,16 @@ async def _write_empty(
     drop: Sequence[str],
     dest: Path,
     parts: _Parts,
+    metadata: dict[bytes, bytes] | None = None,
 ) -> None:
     # No rows: the frame layer gives the typed, empty result columns without any call.
     empty = scan.collect().drop(drop)
     scored = await aevaluate_dataframe(
         empty, evs, mapping, judge="local", cache=False, progress=False, details=details
     )
+    import pyarrow.parquet as pq
+
     tmp = parts.dir / "assembled.parquet.tmp"
-    scored.write_parquet(tmp)
+    table = scored.to_arrow()
+    pq.write_table(table.replace_schema_metadata(metadata) if metadata else table, tmp)
     os.replace(tmp, dest)

@@ -262,20 +262,23 @@ async def _evaluate_files(
         if bar is not None:
             bar.close()
             bar = None
+        resolver = JudgeResolver(resolved_judge)
+        record = build_record(
+            evs,
+            [resolver(ev) for ev in evs],
+            mapping,
+            run.stats,
+            source=label or source_label(files),
+        )
+        run.stats.provenance = record
         if not slices:
-            await _write_empty(scan, evs, mapping, opts.details, clash, dest, parts)
+            await _write_empty(
+                scan, evs, mapping, opts.details, clash, dest, parts, to_metadata(record)
+            )
         else:
             if identity is None and _file_identity(files) != manifest["sources"]:
                 raise InputError("a source file changed while it was being scored; run again")
             kept = [c for c in schema if c not in clash]
-            record = build_record(
-                evs,
-                [JudgeResolver(resolved_judge)(ev) for ev in evs],
-                mapping,
-                run.stats,
-                source=label or source_label(files),
-            )
-            run.stats.provenance = record
             _assemble(files, kept, slices, parts, dest, to_metadata(record))
         parts.remove()
     finally:
