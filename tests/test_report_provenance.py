@@ -23,7 +23,8 @@ from tests.test_cli import assert_input_error, framekit
 
 def rows_with_a_failure(n: int = 12) -> pl.DataFrame:
     questions = [f"What is item {i}?" for i in range(n)]
-    questions[3] = "broken @sim(fault=malformed)"
+    if n > 3:
+        questions[3] = "broken @sim(fault=malformed)"
     return pl.DataFrame(
         {
             "row_id": list(range(n)),
@@ -288,3 +289,27 @@ def test_an_empty_input_still_gets_its_run_record(tmp_path):
     record = fk.io.read_provenance(tmp_path / "out.parquet")
     assert record is not None and record["counts"]["rows"] == 0
     assert pl.read_parquet(tmp_path / "out.parquet").height == 0
+
+
+def test_summaries_give_exact_counts(judge_simulator, tmp_path, capsys):
+    fk.evaluate_dataframe(
+        rows_with_a_failure(3),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=True,
+    )
+    assert "framekit: 3 rows x 1 evaluator = 3 scores" in capsys.readouterr().err
+    pl.DataFrame({"question": ["q"], "docs": [["d"]]}).write_parquet(tmp_path / "in.parquet")
+    dry = framekit(
+        "evaluate", "in.parquet", "-e", "retrieval_relevance,coherence", "--map",
+        "input=question", "--map", "context=docs", "--map", "output=question",
+        "--judge", "local", "--dry-run", cwd=tmp_path,
+    )  # fmt: skip
+    assert "dry run: 1 row x 2 evaluators = 2 evaluations" in dry.stdout, dry.stderr
+    run = fk.evaluate_parquet(
+        tmp_path / "in.parquet", tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING,
+        judge=sim_judge(judge_simulator), cache=False, progress=False,
+    )  # fmt: skip
+    assert "(1 slice)" in run.summary()

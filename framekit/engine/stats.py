@@ -39,7 +39,8 @@ class RunStats:
         then one line per hint."""
         cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         line = (
-            f"framekit: {self.rows} rows x {_evaluators(self)} = {self.evaluations} scores in "
+            f"framekit: {self.rows} row{'' if self.rows == 1 else 's'} x {_evaluators(self)} = "
+            f"{self.evaluations} scores in "
             f"{self.elapsed_s:.1f}s; {self.requests_sent} requests sent, "
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
