@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # Bin widths tried, widest first: rubric scores (0, 0.25, ..., 1) get one wide bar per level,
 # continuous scores (AnswerRelevancy's cosine) 21 bins 0.05 wide.
-_STEPS = (0.5, 0.25, 0.2, 0.1, 0.05)
+_STEPS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05)  # 1.0: a two-level rubric gets no empty 0.5 bin
 _PANEL = (4.0, 3.0)  # inches per evaluator panel
 _COLUMNS = 3
 
