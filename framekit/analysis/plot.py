@@ -213,9 +213,6 @@ def save(fig: Figure, path: str | Path, *, dpi: int = 100) -> Path:
     return target
 
 
-__all__ = ["distributions", "means", "save"]
-
-
 def chart_names(by: str | None = None) -> tuple[str, str]:
     """File names of the two standard charts (used by ``framekit report --png`` and ``demo``):
     ``score_distributions.png`` and ``scores_by_<by>.png`` (``scores.png`` without groups)."""
@@ -242,3 +239,6 @@ def save_charts(
         save(distributions(scored, evaluators, by), out / dist_name),
         save(means(scored, by, evaluators), out / means_name),
     ]
+
+
+__all__ = ["chart_names", "distributions", "means", "save", "save_charts"]
