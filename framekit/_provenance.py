@@ -88,6 +88,8 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
             else str(mapping)
         )
         out.append(("mapping", text))
+    if record.get("transports"):
+        out.append(("calls via", ", ".join(record["transports"])))
     counts = record.get("counts") or {}
     if counts:
         out.append(("counts", ", ".join(f"{k} {v}" for k, v in counts.items())))

@@ -43,6 +43,10 @@ def _judge(judge: Any) -> dict[str, Any]:
     # decides an answer, which never includes api_key and friends.
     with contextlib.suppress(Exception):
         entry.update(judge.cache_identity())
+    # The transport asked for (litellm, http, auto); the one used is in the run's counts.
+    transport = getattr(judge, "transport", None)
+    if isinstance(transport, str):
+        entry["transport"] = transport
     processes = getattr(judge, "processes", None)
     if isinstance(processes, int) and processes > 1:
         entry["processes"] = processes
@@ -102,6 +106,8 @@ def build_record(
             for ev in evaluators
         ],
         "mapping": _mapping(mapping),
+        # Which transports the calls went through ("http", "litellm"), where recorded.
+        "transports": list(getattr(stats, "transports", None) or []),
         "counts": counts,
         "cost_usd": stats.cost_usd,
     }
