@@ -239,6 +239,15 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print(f"\nby {args.by}:\n")
         print(analysis.format_table(analysis.summarize(frame, by=args.by, evaluators=evaluators)))
     if args.html:
+        from framekit.analysis._html import MAX_GROUPS
+
+        groups = frame.get_column(args.by).n_unique() if args.by else 0
+        if groups > MAX_GROUPS:
+            print(
+                f"\nnote: {groups} groups in {args.by}; the HTML report shows the first "
+                f"{MAX_GROUPS} and no pairwise comparison (group by a coarser column to compare)",
+                file=sys.stderr,
+            )
         path = analysis.write_html_report(
             frame,
             args.html,

@@ -226,6 +226,8 @@ def test_report_options_reach_the_html(tmp_path):
     assert result.returncode == 0, result.stderr
     page = (tmp_path / "r.html").read_text()
     assert "paired bootstrap" in page and "other" not in page.split("<nav>")[1]
+    many = framekit("report", "s.parquet", "--by", "q", "--html", "q.html", cwd=tmp_path)
+    assert many.returncode == 0 and "no pairwise comparison" not in many.stderr  # 10 groups
     typo = framekit("report", "s.parquet", "-e", "rrr", cwd=tmp_path)
     assert_input_error(typo, "Did you mean 'rr'?")
 
@@ -313,3 +315,12 @@ def test_summaries_give_exact_counts(judge_simulator, tmp_path, capsys):
         judge=sim_judge(judge_simulator), cache=False, progress=False,
     )  # fmt: skip
     assert "(1 slice)" in run.summary()
+
+
+def test_report_says_when_it_caps_the_groups(tmp_path):
+    pl.DataFrame(
+        {"g": list(range(40)) * 2, "rr_score": [0.5] * 80, "rr_error": [None] * 80}
+    ).write_parquet(tmp_path / "s.parquet")
+    result = framekit("report", "s.parquet", "--by", "g", "--html", "r.html", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "40 groups in g; the HTML report shows the first 30" in result.stderr
