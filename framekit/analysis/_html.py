@@ -77,14 +77,14 @@ def _png_tag(fig: Figure, alt: str) -> str:
 
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 80rem; color: #222;
+body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 96rem; color: #222;
        padding: 0 1rem; }
 h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
 #rows th { cursor: pointer; } #rows td { max-width: 28rem; }
-td.text { min-width: 14rem; } th { white-space: nowrap; }
+td.text { min-width: 12rem; } th { white-space: nowrap; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; height: auto; }
 .note { background: #fff6d6; border-left: 4px solid #e0b400; padding: 0.4rem 0.7rem; }
