@@ -7,6 +7,8 @@ normally recorded per row in ``<name>_error`` rather than raised.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 class FramekitError(Exception):
     """Base class of every error framekit raises."""
@@ -65,3 +67,15 @@ __all__ = [
     "RecordError",
     "RunInterrupted",
 ]
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` Did you mean 'x'?`` for the closest of ``choices`` to a mistyped name, else ``""``."""
+    import difflib
+
+    options = list(choices)
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.6)
+    if not close:
+        lowered = {o.lower(): o for o in options}
+        close = [lowered[name.lower()]] if name.lower() in lowered else []
+    return f" Did you mean {close[0]!r}?" if close else ""

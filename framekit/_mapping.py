@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError, MappingError
+from framekit._errors import InputError, MappingError, did_you_mean
 from framekit._frames import clean_text
 from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, FIELDS, canonical_fields
 from framekit.judges.structured import one_line
@@ -70,7 +70,8 @@ def resolve_mapping(
         if isinstance(source, str):
             if source not in frame.columns:
                 raise MappingError(
-                    f"mapping {name!r} -> {source!r}: no column {source!r}. "
+                    f"mapping {name!r} -> {source!r}: no column {source!r}."
+                    f"{did_you_mean(source, frame.columns)} "
                     f"Available columns: {_columns_text(frame)}"
                 )
             resolved.columns[name] = frame.get_column(source)

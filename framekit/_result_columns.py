@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError
+from framekit._errors import InputError, did_you_mean
 
 #: Kind -> dtype of the columns every run appends, in order.
 RESULT_COLUMNS: dict[str, pl.DataType] = {
@@ -97,7 +97,10 @@ def resolve_evaluators(
     wanted = [evaluators] if isinstance(evaluators, str) else list(evaluators)
     missing = [name for name in wanted if name not in found]
     if missing:
-        raise InputError(f"no results for evaluator(s) {missing}; the frame has {found}")
+        raise InputError(
+            f"no results for evaluator(s) {missing}; the frame has {found}."
+            + did_you_mean(missing[0], found)
+        )
     return wanted
 
 

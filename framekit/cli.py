@@ -16,16 +16,17 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit import _cli_traces
+from framekit._cli_advice import advise
 from framekit._cli_checks import unpaired_key
 from framekit._errors import (
     FramekitError,
     InputError,
     JudgeAuthenticationError,
     RunInterrupted,
+    did_you_mean,
 )
 from framekit._paths import check_writable
 
@@ -144,7 +145,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     if args.dry_run:
         plan = io.plan_parquet(
-            source, evaluators, mapping, judge=judge, cache=cache, slice_rows=args.slice_rows
+            source,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            slice_rows=args.slice_rows,
+            overwrite=args.overwrite,
+            details=args.details,
         )
         print(plan.describe())
         return 0
@@ -179,10 +187,17 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- report
 
 
-def _read_scored(path: str, extra: Sequence[str] = ()) -> pl.DataFrame:
-    """The result columns of a scored file (plus ``extra``), not its input columns."""
+def _read_scored(
+    path: str, extra: Sequence[str] = (), *, context: bool = False
+) -> tuple[pl.DataFrame, dict[str, Any] | None]:
+    """The result columns of a scored file (plus ``extra``) and its run record.
+
+    With ``context``, also explanations and the columns that identify and show a row
+    (ids, trace and span ids, the mapped input and output), for the HTML report.
+    """
+    from framekit import _provenance, io
     from framekit import _result_columns as contract
-    from framekit import io
+    from framekit.analysis._html_rows import context_columns
     from framekit.io._sources import _schema_of
 
     files = io.resolve_sources(path)
@@ -192,33 +207,64 @@ def _read_scored(path: str, extra: Sequence[str] = ()) -> pl.DataFrame:
         raise InputError(f"{path!r} has no framekit result columns (<name>_score, <name>_error)")
     missing = [c for c in extra if c not in schema]
     if missing:
-        raise InputError(f"{path!r} has no column {missing[0]!r}; columns: {', '.join(schema)}")
-    wanted = set(extra) | {contract.column(n, k) for n in names for k in contract.SUMMARY_KINDS}
-    return io.scan_sources(files).select([c for c in schema if c in wanted]).collect()
+        raise InputError(
+            f"{path!r} has no column {missing[0]!r}.{did_you_mean(missing[0], schema)} "
+            f"Columns: {', '.join(schema)}"
+        )
+    record = _provenance.read(files[0])
+    kinds = (*contract.SUMMARY_KINDS, "explanation") if context else contract.SUMMARY_KINDS
+    wanted = set(extra) | {contract.column(n, k) for n in names for k in kinds}
+    if context:
+        wanted |= set(context_columns(list(schema), record))
+    frame = io.scan_sources(files).select([c for c in schema if c in wanted]).collect()
+    return frame, record
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from framekit import analysis
+    from framekit import _provenance, analysis
 
     if args.html:
         check_writable(args.html, "--html")  # before the summary, not after it
-    extra = [args.by] if args.by else []
-    frame = _read_scored(args.scored, extra)
-    print(f"{frame.height} rows in {args.scored}\n")
-    print(analysis.format_table(analysis.summarize(frame)))
+    extra = [c for c in (args.by, args.on) if c]
+    frame, record = _read_scored(args.scored, extra, context=bool(args.html))
+    from framekit.analysis._inputs import resolve_evaluators
+
+    evaluators = resolve_evaluators(frame, args.evaluators)
+    n_ev = len(evaluators)
+    print(f"{frame.height} rows x {n_ev} evaluator{'' if n_ev == 1 else 's'} in {args.scored}")
+    if record is None:
+        print("no run record in this file (written without framekit evaluate)")
+    elif _provenance.is_offline(record):
+        print(f"note: {_provenance.PROXY_NOTE}")
+    print()
+    print(analysis.format_table(analysis.summarize(frame, evaluators=evaluators)))
     if args.by:
         print(f"\nby {args.by}:\n")
-        print(analysis.format_table(analysis.summarize(frame, by=args.by)))
+        print(analysis.format_table(analysis.summarize(frame, by=args.by, evaluators=evaluators)))
     if args.html:
-        path = analysis.write_html_report(frame, args.html, by=args.by)
+        from framekit.analysis._html import MAX_GROUPS
+
+        groups = frame.get_column(args.by).n_unique() if args.by else 0
+        if groups > MAX_GROUPS:
+            print(
+                f"\nnote: {groups} groups in {args.by}; the HTML report shows the first "
+                f"{MAX_GROUPS} and no pairwise comparison (group by a coarser column to compare)",
+                file=sys.stderr,
+            )
+        path = analysis.write_html_report(
+            frame,
+            args.html,
+            by=args.by,
+            on=args.on,
+            title=args.title,
+            evaluators=evaluators,
+            provenance=record,
+        )
         print(f"\nwrote {path}")
     if args.png:
         from framekit.analysis import plot
 
-        out = Path(args.png)
-        out.mkdir(parents=True, exist_ok=True)
-        written = [plot.save(plot.distributions(frame, by=args.by), out / "distributions.png")]
-        written.append(plot.save(plot.means(frame, by=args.by), out / "means.png"))
+        written = plot.save_charts(frame, args.png, by=args.by, evaluators=evaluators)
         print("\nwrote " + ", ".join(str(p) for p in written))
     return 0
 
@@ -227,7 +273,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     from framekit import analysis
 
     extra = [args.by] + ([args.on] if args.on else [])
-    frame = _read_scored(args.scored, extra)
+    frame, _ = _read_scored(args.scored, extra)
     comparison = analysis.compare(frame, by=args.by, on=args.on, test=args.test)
     unpaired_key(comparison, args.on, args.by)
     # The full table is wide; the terminal gets the columns a decision needs.
@@ -394,7 +440,22 @@ def build_parser() -> argparse.ArgumentParser:
     rep.add_argument("scored", help="a Parquet file written by framekit evaluate")
     rep.add_argument("--by", metavar="COL", help="also summarize per value of this column")
     rep.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
-    rep.add_argument("--png", metavar="DIR", help="write distributions.png and means.png")
+    rep.add_argument(
+        "--on", metavar="COL", help="key column pairing rows across the groups of --by"
+    )
+    rep.add_argument("--title", default="framekit report", help="title of the HTML report")
+    rep.add_argument(
+        "-e",
+        "--evaluators",
+        type=lambda text: [n.strip() for n in text.split(",") if n.strip()],
+        metavar="NAMES",
+        help="comma-separated evaluators to report on (default: all in the file)",
+    )
+    rep.add_argument(
+        "--png",
+        metavar="DIR",
+        help="write score_distributions.png and scores_by_<by>.png (scores.png without --by)",
+    )
     rep.set_defaults(handler=_cmd_report)
 
     cmp = sub.add_parser(
@@ -406,7 +467,13 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("scored", help="a Parquet file written by framekit evaluate")
     cmp.add_argument("--by", required=True, metavar="COL", help="the group column")
     cmp.add_argument("--on", metavar="COL", help="key column pairing rows across groups")
-    cmp.add_argument("--test", choices=("bootstrap", "wilcoxon", "t"), default="bootstrap")
+    cmp.add_argument(
+        "--test",
+        choices=("bootstrap", "wilcoxon", "t"),
+        default="bootstrap",
+        help="bootstrap (default), wilcoxon (signed-rank paired, Mann-Whitney unpaired) or "
+        "t (paired t, Welch unpaired)",
+    )
     cmp.set_defaults(handler=_cmd_compare)
 
     demo = sub.add_parser(
@@ -445,7 +512,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except InputError as exc:
-        print(f"framekit: error: {exc}", file=sys.stderr)
+        print(f"framekit: error: {advise(str(exc))}", file=sys.stderr)
         return 2
     except FramekitError as exc:
         print(f"framekit: error: {exc}", file=sys.stderr)

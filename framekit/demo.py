@@ -90,6 +90,7 @@ def run_demo(
     from framekit.analysis import format_table, report
     from framekit.data import load_sample
     from framekit.frame import evaluate_dataframe
+    from framekit.io import write_parquet
 
     started = time.perf_counter()
     say = print if echo else (lambda *a, **k: None)
@@ -111,10 +112,7 @@ def run_demo(
     )
     assert isinstance(scored, pl.DataFrame)
 
-    scored_path = out / "scored.parquet"
-    tmp = out / ".scored.parquet.tmp"
-    scored.write_parquet(tmp)
-    os.replace(tmp, scored_path)
+    scored_path = write_parquet(scored, out / "scored.parquet")  # with its run record
 
     summary = report.summarize(scored)
     by_strategy = report.summarize(scored, by="strategy")
@@ -127,6 +125,7 @@ def run_demo(
     charts = _charts(scored, out, say)
     elapsed = time.perf_counter() - started
     say(f"\nwrote {scored_path}" + "".join(f", {c}" for c in charts) + f" in {elapsed:.1f}s")
+    say(_next_steps(scored_path))
     return DemoResult(
         scored=scored,
         scored_path=scored_path,
@@ -136,6 +135,18 @@ def run_demo(
         evaluators=[ev.name for ev in evaluators],
         missing=missing,
         elapsed_s=elapsed,
+    )
+
+
+def _next_steps(scored_path: Path) -> str:
+    """The commands to try next, on the file just written."""
+    html = scored_path.with_name("report.html")
+    return (
+        "\nnext:\n"
+        f"  framekit report {scored_path} --by strategy --on question_id --html {html}\n"
+        f"  framekit compare {scored_path} --by strategy --on question_id\n"
+        "  framekit evaluate YOUR.parquet -e retrieval_relevance --map input=<column> "
+        "--map context=<column> --dry-run"
     )
 
 
@@ -156,10 +167,7 @@ def _charts(scored: pl.DataFrame, out: Path, say: Any) -> list[Path]:
     try:
         from framekit.analysis import plot
 
-        return [
-            plot.save(plot.means(scored, by="strategy"), out / "scores_by_strategy.png"),
-            plot.save(plot.distributions(scored, by="strategy"), out / "score_distributions.png"),
-        ]
+        return plot.save_charts(scored, out, by="strategy")
     except ModuleNotFoundError as exc:
         say(f"\nno charts: {exc}", file=sys.stderr)
         return []

@@ -20,6 +20,7 @@ from framekit._result_columns import result_columns as _contract_columns
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
 from framekit.engine.planner import Job, ProgressFn, RecordResult, run_jobs
+from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
@@ -154,6 +155,7 @@ async def aevaluate_dataframe(
     appended = pl.DataFrame(columns)  # typed even for an empty frame
     result = base.hstack(appended)
     stats.elapsed_s = time.perf_counter() - started
+    stats.provenance = build_record(evs, [job.judge for job in jobs], mapping, stats)
     record_last(stats)
     if show:
         print(stats.summary(), file=sys.stderr)

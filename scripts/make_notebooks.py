@@ -17,7 +17,6 @@ SETUP = """\
 %matplotlib inline
 import os
 
-import duckdb
 import polars as pl
 
 import framekit as fk
@@ -26,7 +25,7 @@ import framekit as fk
 # string, e.g. "openai/gpt-4o-mini", to use an LLM judge instead.
 JUDGE = os.environ.get("FRAMEKIT_JUDGE", "local")
 CACHE = os.environ.get("FRAMEKIT_CACHE_DIR", ".framekit-cache")
-pl.Config.set_fmt_str_lengths(60)"""
+pl.Config.set_fmt_str_lengths(60);  # wider text cells (the ; keeps the cell quiet)"""
 
 SCORE_TRACES = [
     new_markdown_cell(
@@ -56,18 +55,28 @@ SCORE_TRACES = [
         '    {"input": "input", "output": "output", "history": "history"},\n'
         "    judge=JUDGE,\n"
         "    cache=CACHE,\n"
+        "    progress=False,  # a notebook gets the one-line summary below instead of a bar\n"
         ")\n"
+        "print(fk.last_run().summary())\n"
         "fk.summarize(scored)"
     ),
     new_markdown_cell(
         "## Inspect what failed or scored low\n\nA failed row has a null score and a "
-        "one-line `_error`; it is never averaged as 0."
+        "one-line `_error` saying why; it is never averaged as 0."
     ),
     new_code_cell(
         'failed = scored.filter(pl.col("response_relevance_error").is_not_null())\n'
-        'print(f"{failed.height} failed rows")\n'
-        'scored.sort("response_relevance_score").select(\n'
-        '    "input", "output", "response_relevance_label", "response_relevance_explanation"\n'
+        'failed.select("trace_id", "input", "response_relevance_error")'
+    ),
+    new_markdown_cell(
+        "Of the rows that were scored, the lowest first. With the offline judge (the "
+        "default here) a score is the embedding similarity of question and answer: a proxy "
+        "for relevance that cannot check facts, so a fluent wrong answer on the right topic "
+        "still scores high. Set `FRAMEKIT_JUDGE` to an LLM for verdicts."
+    ),
+    new_code_cell(
+        'scored.filter(pl.col("response_relevance_error").is_null()).sort("response_relevance_score").select(\n'
+        '    "input", "output", "response_relevance_label", "response_relevance_score"\n'
         ").head(5)"
     ),
     new_markdown_cell(
@@ -79,7 +88,7 @@ SCORE_TRACES = [
         'spans = fk.traces.load(SAMPLE_TRACES_PATH, level="span")\n'
         "retrieval = fk.evaluate_dataframe(\n"
         '    spans, [RetrievalRelevance()], {"input": "input", "context": "context"},\n'
-        "    judge=JUDGE, cache=CACHE,\n"
+        "    judge=JUDGE, cache=CACHE, progress=False,\n"
         ")\n"
         'retrieval.select("span_kind", "name", "retrieval_relevance_label", "retrieval_relevance_score")'
     ),
@@ -88,6 +97,7 @@ SCORE_TRACES = [
         "to spans by `trace_id`."
     ),
     new_code_cell(
+        "import duckdb\n\n"
         "con = duckdb.connect()\n"
         'con.register("traces_scored", scored.to_arrow())\n'
         'con.register("retrieval_scored", retrieval.to_arrow())\n'
@@ -111,7 +121,12 @@ SCORE_TRACES = [
         "with retries) and they show next to each span."
     ),
     new_code_cell(
-        "annotations = fk.traces.to_annotations(scored)\n"
+        "import warnings\n\n"
+        "# Failed rows are left out with a warning; show it as a note of this cell.\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        '    warnings.simplefilter("always")\n'
+        "    annotations = fk.traces.to_annotations(scored)\n"
+        'print("\\n".join(f"note: {w.message}" for w in caught))\n'
         'annotations.select("span_id", "name", "label", "score").head(4)'
     ),
     new_markdown_cell(
@@ -150,8 +165,15 @@ COMPARE_RETRIEVAL = [
         '    {"input": "question", "context": "documents"},\n'
         "    judge=JUDGE,\n"
         "    cache=CACHE,\n"
+        "    progress=False,\n"
         ")\n"
+        "print(fk.last_run().summary())\n"
         'fk.summarize(scored, by="strategy")'
+    ),
+    new_markdown_cell(
+        "With the offline judge these scores are embedding similarities between question "
+        "and documents, a proxy for relevance; the comparison below says which retriever "
+        "finds *closer* documents, not which one is right."
     ),
     new_markdown_cell(
         "## Paired comparison\n\nThe same question appears under both strategies, so "
@@ -170,6 +192,17 @@ COMPARE_RETRIEVAL = [
         "from IPython.display import display\n\n"
         'display(fk.plot.means(scored, by="strategy"))\n'
         'display(fk.plot.distributions(scored, by="strategy"))'
+    ),
+    new_markdown_cell(
+        "## The same from the shell, and an HTML report\n\n`fk.io.write_parquet` keeps the "
+        "run record (judge, evaluators, mapping) in the file; `framekit report` reads it "
+        "back and writes one self-contained HTML page with the rows to look at."
+    ),
+    new_code_cell(
+        "from framekit.cli import main as framekit_cli\n\n"
+        'fk.io.write_parquet(scored, "scored.parquet")\n'
+        'framekit_cli(["report", "scored.parquet", "--by", "strategy", "--on", "question_id",\n'
+        '              "--html", "report.html"])'
     ),
 ]
 
@@ -196,7 +229,8 @@ JUDGE_AGREEMENT = [
         "from framekit.evaluators import Coherence, ResponseRelevance, RetrievalRelevance\n\n"
         "evaluators = [ResponseRelevance(), RetrievalRelevance(), Coherence()]\n"
         'mapping = {"input": "question", "output": "answer", "context": "documents"}\n'
-        "scored = fk.evaluate_dataframe(labelled, evaluators, mapping, judge=JUDGE, cache=CACHE)\n"
+        "scored = fk.evaluate_dataframe(labelled, evaluators, mapping, judge=JUDGE, cache=CACHE,\n"
+        "                                progress=False)\n"
         'scored.select("human_relevance", "response_relevance_label", "human_retrieval", '
         '"retrieval_relevance_label").head()'
     ),
@@ -241,7 +275,7 @@ JUDGE_AGREEMENT = [
         "# The evaluator takes the calibrated threshold; re-scoring is answered from the cache.\n"
         "calibrated = fk.evaluate_dataframe(\n"
         "    labelled, [ResponseRelevance(threshold=calibration.threshold)], mapping,\n"
-        "    judge=JUDGE, cache=CACHE,\n"
+        "    judge=JUDGE, cache=CACHE, progress=False,\n"
         ")\n"
         'calibrated["response_relevance_passed"].mean(), labelled["human_relevance"].is_in(\n'
         '    ["Completely Yes", "Generally Yes", "Neutral/Mixed"]).mean()'

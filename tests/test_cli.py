@@ -297,7 +297,7 @@ def test_report_prints_summaries_and_writes_html_and_png(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "coherence" in result.stdout and "dense" in result.stdout
     assert "<table>" in (tmp_path / "r.html").read_text()
-    for name in ("distributions.png", "means.png"):
+    for name in ("score_distributions.png", "scores_by_strategy.png"):
         assert (tmp_path / "charts" / name).read_bytes()[:4] == b"\x89PNG"
     missing = framekit("report", "scored.parquet", "--by", "model", cwd=tmp_path)
     assert_input_error(missing, "no column 'model'")

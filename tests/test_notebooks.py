@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import struct
 from pathlib import Path
 
@@ -28,7 +29,21 @@ def _run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
     finally:
         os.environ.clear()
         os.environ.update(env_before)
+    _reads_cleanly(notebook)
     return notebook
+
+
+def _reads_cleanly(notebook: nbformat.NotebookNode) -> None:
+    """No stderr (warnings, progress bars), no terminal escape codes, no unused import."""
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            assert output.get("name") != "stderr", f"stderr in {cell.source[:60]!r}: {output.text[:300]}"
+            text = str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
+            assert "\x1b[" not in text, f"escape codes in the output of {cell.source[:60]!r}"
+            assert "Config" not in text[:40], f"a cell echoes a setting: {text[:80]!r}"
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    for module in re.findall(r"^import (\w+)$", code, flags=re.M):
+        assert re.search(rf"\b{module}\.", code), f"{module} is imported but never used"
 
 
 def _pngs(notebook: nbformat.NotebookNode) -> list[tuple[int, int]]:

@@ -116,3 +116,9 @@ def test_docstring_examples_run() -> None:
     import doctest
 
     assert doctest.testmod(plot).failed == 0
+
+
+def test_two_level_scores_get_two_ticks_not_an_empty_middle_one() -> None:
+    pytest.importorskip("matplotlib")
+    frame = pl.DataFrame({"r_score": [0.0, 1.0, 1.0], "r_error": [None, None, None]})
+    assert list(plot.distributions(frame).axes[0].get_xticks()) == [0.0, 1.0]

@@ -7,12 +7,14 @@ import html
 import io
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from framekit import _provenance
+from framekit.analysis._html_rows import rows_section
 from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
 from framekit.analysis.report import (
     compare,
@@ -43,6 +45,13 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _text_cell(text: str) -> str:
+    # Long text keeps a readable width; on a phone the table scrolls instead of wrapping
+    # every word onto its own line.
+    css = ' class="text"' if len(text) > 30 else ""
+    return f"<td{css}>{html.escape(text)}</td>"
+
+
 def _html_table(frame: pl.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     numeric = [dtype.is_numeric() for dtype in frame.dtypes]
@@ -51,7 +60,7 @@ def _html_table(frame: pl.DataFrame) -> str:
         + "".join(
             f'<td class="num">{html.escape(_cell(v))}</td>'
             if num
-            else f"<td>{html.escape(_cell(v))}</td>"
+            else _text_cell(_cell(v))
             for v, num in zip(row, numeric, strict=True)
         )
         + "</tr>"
@@ -68,13 +77,53 @@ def _png_tag(fig: Figure, alt: str) -> str:
 
 
 _CSS = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 72rem; color: #222; }
+body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 96rem; color: #222;
+       padding: 0 1rem; }
 h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
-th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; }
+#rows th { cursor: pointer; } #rows td { max-width: 28rem; }
+td.text { min-width: 12rem; } th { white-space: nowrap; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; height: auto; }
+.note { background: #fff6d6; border-left: 4px solid #e0b400; padding: 0.4rem 0.7rem; }
+dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1rem;
+          font-size: 0.85rem; } dl.prov dt { color: #666; } dl.prov dd { margin: 0; }
+.filters label { margin-right: 0.8rem; white-space: nowrap; } .filters { margin: 0.5rem 0; }
+nav ul { padding-left: 1.2rem; }
+@media (max-width: 600px) { body { margin: 0.5rem auto; } table { font-size: 0.75rem; } }
 """
+
+MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
+
+
+def _scroll(table: str) -> str:
+    return f'<div class="scroll">{table}</div>'
+
+
+def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Drop columns that are null in every row (e.g. pairing counts of unpaired data)."""
+    if frame.height == 0:
+        return frame
+    return frame.select([c for c in frame.columns if frame.get_column(c).null_count() < frame.height])
+
+
+def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
+    if not provenance:
+        return (
+            '<p class="meta">No run record: this table was not written by framekit '
+            "evaluate / evaluate_parquet / fk.io.write_parquet.</p>"
+        )
+    items = "".join(
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in _provenance.describe(provenance)
+    )
+    note = (
+        f'<p class="note">These scores were {html.escape(_provenance.PROXY_NOTE)}.</p>'
+        if _provenance.is_offline(provenance)
+        else ""
+    )
+    return f'{note}<dl class="prov">{items}</dl>'
 
 
 def write_html_report(
@@ -85,12 +134,22 @@ def write_html_report(
     on: str | Sequence[str] | None = None,
     title: str = "framekit report",
     evaluators: str | Sequence[str] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    max_groups: int = MAX_GROUPS,
 ) -> Path:
-    """Write one self-contained HTML file: summary tables, comparison, charts, failures.
+    """Write one self-contained HTML file: what made the scores, summaries, the rows to act
+    on, comparison, charts.
 
-    Charts are embedded as base64 PNG (they need matplotlib: ``pip install
-    'framekit[plot]'``; without it the report says so and has tables only). Every string
-    taken from the data is HTML-escaped.
+    The page starts with the run record (``provenance``: framekit version, input, judge,
+    evaluators with template versions and thresholds, mapping, counts, cost), then a table
+    of contents. "Rows to look at" lists per evaluator the failed rows with their error
+    and the lowest-scored rows with id columns (``trace_id``/``span_id`` included),
+    excerpts of input and output, label, score and explanation; it sorts by a click on a
+    header and filters by evaluator, label, status and text (plain JavaScript; the page
+    address can preset the filter, e.g. ``report.html#status=error``). Charts are
+    embedded as base64 PNG (they need matplotlib: ``pip install 'framekit[plot]'``;
+    without it the report has tables only). Nothing is loaded from the network, and every
+    string taken from the data is HTML-escaped.
 
     Parameters
     ----------
@@ -106,6 +165,12 @@ def write_html_report(
         Page title and heading.
     evaluators
         Evaluators to report on; default all.
+    provenance
+        The run record (``fk.last_run().provenance``, or ``fk.io.read_provenance(path)``
+        of a scored Parquet file); without it the header says there is none.
+    max_groups
+        With more groups than this in ``by``, the pairwise comparison and the means chart
+        are left out and the per-group summary is cut, with a note saying so.
 
     Returns
     -------
@@ -123,31 +188,58 @@ def write_html_report(
     """
     frame = to_polars(scored)
     names = resolve_evaluators(frame, evaluators)
+    toc = [("provenance", "What made these scores"), ("summary", "Summary")]
     sections = [
         f"<h1>{html.escape(title)}</h1>",
-        f'<p class="meta">{frame.height} rows; evaluators: {html.escape(", ".join(names))}</p>',
-        "<h2>Summary</h2>",
-        _html_table(summarize(frame, evaluators=names)),
+        f'<p class="meta">{frame.height} rows x {len(names)} evaluator'
+        f'{"" if len(names) == 1 else "s"}: {html.escape(", ".join(names))}</p>',
+        "@@TOC@@",
+        '<h2 id="provenance">What made these scores</h2>',
+        _provenance_html(provenance),
+        '<h2 id="summary">Summary</h2>',
+        _scroll(_html_table(_without_null_columns(summarize(frame, evaluators=names)))),
     ]
+    toc.append(("rows-to-look-at", "Rows to look at"))
+    sections += ['<h2 id="rows-to-look-at">Rows to look at</h2>', rows_section(frame, names, provenance)]
     summary_by = None
     if by is not None:
-        summary_by = summarize(frame, by, evaluators=names)
-        comparison = compare(frame, by, on, names)
-        sentences = "".join(
-            f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
-        )
+        groups = frame.get_column(by).n_unique()
+        note, grouped = "", frame
+        if groups > max_groups:
+            note = (
+                f'<p class="note">{groups} groups in {html.escape(by)}: the first {max_groups} '
+                "are shown, and the pairwise comparison and the means chart are left out "
+                "(pass fewer groups, e.g. a coarser column, or raise max_groups).</p>"
+            )
+            # Cut before summarizing: every group costs its own bootstrap.
+            shown = frame.get_column(by).unique().sort(nulls_last=True).head(max_groups)
+            grouped = frame.filter(pl.col(by).is_in(shown.implode()))
+        summary_by = summarize(grouped, by, evaluators=names)
+        toc.append(("by", f"Summary by {by}"))
         sections += [
-            f"<h2>Summary by {html.escape(by)}</h2>",
-            _html_table(summary_by),
-            f"<h2>Comparison of {html.escape(by)}</h2>",
-            f"<ul>{sentences}</ul>",
-            _html_table(comparison),
+            f'<h2 id="by">Summary by {html.escape(by)}</h2>',
+            note,
+            _scroll(_html_table(_without_null_columns(summary_by))),
         ]
-    sections.append("<h2>Charts</h2>")
+        if groups <= max_groups:
+            comparison = compare(frame, by, on, names)
+            sentences = "".join(
+                f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
+            )
+            toc.append(("comparison", f"Comparison of {by}"))
+            sections += [
+                f'<h2 id="comparison">Comparison of {html.escape(by)}</h2>',
+                f"<ul>{sentences}</ul>",
+                _scroll(_html_table(_without_null_columns(comparison))),
+            ]
+        else:
+            summary_by = None
+    toc.append(("charts", "Charts"))
+    sections.append('<h2 id="charts">Charts</h2>')
     try:
         from framekit.analysis import plot
 
-        sections.append(_png_tag(plot.distributions(frame, names, by), "score distributions"))
+        sections.append(_png_tag(plot.distributions(frame, names, by if summary_by is not None else None), "score distributions"))
         if summary_by is not None and by is not None:
             sections.append(_png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}"))
     except ModuleNotFoundError as exc:
@@ -155,11 +247,18 @@ def write_html_report(
         sections.append(f"<p>{html.escape(str(exc))}</p>")
     errors = failures(frame, evaluators=names)
     if errors.height:
-        sections += ["<h2>Failures</h2>", _html_table(errors)]
+        toc.append(("failures", "Failures by error"))
+        sections += ['<h2 id="failures">Failures by error</h2>', _scroll(_html_table(errors))]
+    nav = "<nav><ul>" + "".join(
+        f'<li><a href="#{anchor}">{html.escape(text)}</a></li>'
+        for anchor, text in toc
+    ) + "</ul></nav>"
+    sections[sections.index("@@TOC@@")] = nav
     document = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
-        + "\n".join(sections)
+        + "\n".join(s for s in sections if s)
         + "\n</body>\n</html>\n"
     )
     target = Path(path)

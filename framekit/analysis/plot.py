@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 # Bin widths tried, widest first: rubric scores (0, 0.25, ..., 1) get one wide bar per level,
 # continuous scores (AnswerRelevancy's cosine) 21 bins 0.05 wide.
-_STEPS = (0.5, 0.25, 0.2, 0.1, 0.05)
+_STEPS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05)  # 1.0: a two-level rubric gets no empty 0.5 bin
 _PANEL = (4.0, 3.0)  # inches per evaluator panel
 _COLUMNS = 3
 
@@ -213,4 +213,32 @@ def save(fig: Figure, path: str | Path, *, dpi: int = 100) -> Path:
     return target
 
 
-__all__ = ["distributions", "means", "save"]
+def chart_names(by: str | None = None) -> tuple[str, str]:
+    """File names of the two standard charts (used by ``framekit report --png`` and ``demo``):
+    ``score_distributions.png`` and ``scores_by_<by>.png`` (``scores.png`` without groups)."""
+    return "score_distributions.png", f"scores_by_{by}.png" if by else "scores.png"
+
+
+def save_charts(
+    scored: _inputs.FrameLike,
+    out_dir: str | Path,
+    by: str | None = None,
+    evaluators: str | Sequence[str] | None = None,
+) -> list[Path]:
+    """Write the score distributions and the means chart into ``out_dir``; their paths.
+
+    Examples
+    --------
+    >>> save_charts(scored, "charts", by="strategy")  # doctest: +SKIP
+    [PosixPath('charts/score_distributions.png'), PosixPath('charts/scores_by_strategy.png')]
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    dist_name, means_name = chart_names(by)
+    return [
+        save(distributions(scored, evaluators, by), out / dist_name),
+        save(means(scored, by, evaluators), out / means_name),
+    ]
+
+
+__all__ = ["chart_names", "distributions", "means", "save", "save_charts"]

@@ -82,7 +82,8 @@ class RequestPlan:
             cost = f"${self.cost_usd or 0.0:.4f}"
         per = ", ".join(f"{k} {v}" for k, v in self.by_evaluator.items()) or "none"
         lines = [
-            f"dry run: {self.rows} rows x evaluators = {self.evaluations} evaluations",
+            f"dry run: {_count(self.rows, 'row')} x {_count(len(self.by_evaluator), 'evaluator')}"
+            f" = {_count(self.evaluations, 'evaluation')}",
             f"  judge: {', '.join(self.judges) or 'none'}",
             f"  requests to send: {self.requests} "
             f"({self.unique_requests} distinct after dedup, {self.cached} already cached)",
@@ -250,3 +251,8 @@ def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> in
         return len(texts)
     keys = [embedding_key(model_id, t) for t in texts]
     return len(texts) - len(_present(store, keys))
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 row``, ``2 rows``: an exact count, said right."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"

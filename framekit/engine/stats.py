@@ -32,13 +32,17 @@ class RunStats:
     transports: list[str] = field(default_factory=list)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
+    #: The run record: version, time, input, judge, evaluators, mapping, counts, cost
+    #: (see ``framekit.engine.provenance``); stored in Parquet files this run writes.
+    provenance: dict[str, Any] | None = None
 
     def summary(self) -> str:
         """One line: what was sent, what came from the cache, what failed, what it cost;
         then one line per hint."""
         cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         line = (
-            f"framekit: {self.rows} rows x evaluators = {self.evaluations} scores in "
+            f"framekit: {self.rows} row{'' if self.rows == 1 else 's'} x {_evaluators(self)} = "
+            f"{self.evaluations} scores in "
             f"{self.elapsed_s:.1f}s; {self.requests_sent} requests sent, "
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
@@ -53,6 +57,15 @@ class RunStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _evaluators(stats: RunStats) -> str:
+    n = stats.evaluations // stats.rows if stats.rows else None
+    if n is None and stats.provenance:
+        n = len(stats.provenance.get("evaluators") or [])
+    if n is None:
+        return "evaluators"
+    return f"{n} evaluator" + ("" if n == 1 else "s")
 
 
 _last_global: list[RunStats] = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from framekit._errors import InputError
+from framekit._errors import InputError, did_you_mean
 from framekit.evaluators.base import Evaluator
 
 #: ``-e`` names of the built-in evaluators -> their class in ``framekit.evaluators``.
@@ -29,7 +29,10 @@ def evaluator_by_name(name: str) -> Evaluator:
 
     key = name.strip().lower().replace("-", "_")
     if key not in BUILTIN_EVALUATORS:
-        raise InputError(f"unknown evaluator {name!r}; choose from {', '.join(BUILTIN_EVALUATORS)}")
+        raise InputError(
+            f"unknown evaluator {name!r}.{did_you_mean(key, BUILTIN_EVALUATORS)} "
+            f"Choose from {', '.join(BUILTIN_EVALUATORS)}"
+        )
     cls = getattr(evaluators, BUILTIN_EVALUATORS[key], None)
     if cls is None:
         raise InputError(f"evaluator {name!r} is not available in this version of framekit")

@@ -41,6 +41,7 @@ from framekit.io._duckdb import register, run_sql
 from framekit.io._evaluate import aevaluate_parquet, evaluate_parquet, evaluate_sql
 from framekit.io._fingerprint import run_fingerprint
 from framekit.io._plan import plan_parquet
+from framekit.io._provenance import read_provenance, write_parquet
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     MAX_SLICE_BYTES,
@@ -57,5 +58,7 @@ __all__ = [
     "aevaluate_parquet",
     "evaluate_parquet",
     "evaluate_sql",
+    "read_provenance",
     "register",
+    "write_parquet",
 ]

@@ -38,6 +38,7 @@ def _assemble(
     slices: Sequence[tuple[int, int]],
     parts: _Parts,
     destination: Path,
+    metadata: dict[bytes, bytes] | None = None,
 ) -> None:
     """Stream the input columns and the result parts into a temporary file, then rename it.
 
@@ -59,9 +60,12 @@ def _assemble(
         table = pa.concat_tables(buffered).replace_schema_metadata(None)
         buffered.clear()
         if writer is None:
-            writer = pq.ParquetWriter(tmp, table.schema, compression="zstd")
-        elif table.schema != writer.schema:  # e.g. string in one file, large_string in another
-            table = table.cast(writer.schema)
+            # The run record goes into the file's key-value metadata (framekit._provenance).
+            schema = table.schema.with_metadata(metadata) if metadata else table.schema
+            writer = pq.ParquetWriter(tmp, schema, compression="zstd")
+        elif not table.schema.equals(writer.schema, check_metadata=False):
+            # e.g. string in one file, large_string in another
+            table = table.cast(writer.schema.remove_metadata())
         writer.write_table(table, row_group_size=table.num_rows)
 
     try:
@@ -100,12 +104,16 @@ async def _write_empty(
     drop: Sequence[str],
     dest: Path,
     parts: _Parts,
+    metadata: dict[bytes, bytes] | None = None,
 ) -> None:
     # No rows: the frame layer gives the typed, empty result columns without any call.
     empty = scan.collect().drop(drop)
     scored = await aevaluate_dataframe(
         empty, evs, mapping, judge="local", cache=False, progress=False, details=details
     )
+    import pyarrow.parquet as pq
+
     tmp = parts.dir / "assembled.parquet.tmp"
-    scored.write_parquet(tmp)
+    table = scored.to_arrow()
+    pq.write_table(table.replace_schema_metadata(metadata) if metadata else table, tmp)
     os.replace(tmp, dest)

@@ -22,9 +22,11 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
+from framekit._provenance import to_metadata
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.jobs import check_evaluators
+from framekit.engine.jobs import JudgeResolver, check_evaluators
+from framekit.engine.provenance import build_record
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
 from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
@@ -33,6 +35,7 @@ from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
+from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _last_stats, _RowBar
 from framekit.io._sources import (
     SourceLike,
@@ -155,7 +158,10 @@ async def aevaluate_parquet(
     dest = Path(destination)
     if _is_duckdb_relation(source):
         with _materialised(source, dest) as (path, identity):
-            return await _evaluate_files([path], identity, dest, evaluators, mapping, opts)
+            label = source_label(source)
+            return await _evaluate_files(
+                [path], identity, dest, evaluators, mapping, opts, label
+            )
     return await _evaluate_files(resolve_sources(source), None, dest, evaluators, mapping, opts)
 
 
@@ -215,6 +221,7 @@ async def _evaluate_files(
     evaluators: Evaluator | Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None,
     opts: _Options,
+    label: str | None = None,
 ) -> ParquetRun:
     started = time.perf_counter()
     evs = check_evaluators(evaluators)
@@ -272,13 +279,24 @@ async def _evaluate_files(
         if bar is not None:
             bar.close()
             bar = None
+        resolver = JudgeResolver(resolved_judge)
+        record = build_record(
+            evs,
+            [resolver(ev) for ev in evs],
+            mapping,
+            run.stats,
+            source=label or source_label(files),
+        )
+        run.stats.provenance = record
         if not slices:
-            await _write_empty(scan, evs, mapping, opts.details, clash, dest, parts)
+            await _write_empty(
+                scan, evs, mapping, opts.details, clash, dest, parts, to_metadata(record)
+            )
         else:
             if identity is None and _file_identity(files) != manifest["sources"]:
                 raise InputError("a source file changed while it was being scored; run again")
             kept = [c for c in schema if c not in clash]
-            _assemble(files, kept, slices, parts, dest)
+            _assemble(files, kept, slices, parts, dest, to_metadata(record))
         parts.remove()
     finally:
         if bar is not None:

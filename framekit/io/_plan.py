@@ -39,9 +39,14 @@ def plan_parquet(
     judge: JudgeLike | None = None,
     cache: Cache | str | bool | None = None,
     slice_rows: int | None = None,
+    overwrite: bool = True,
+    details: bool = False,
 ) -> RequestPlan:
     """:func:`plan_requests` over a Parquet source (or DuckDB relation), slice by slice,
     reading only the mapped columns, as :func:`framekit.evaluate_parquet` would.
+
+    With ``overwrite=False`` (what the real run is given), result columns that already
+    exist in the source are refused here too, before the real run would refuse them.
 
     Examples
     --------
@@ -66,11 +71,11 @@ def plan_parquet(
         empty = pl.from_arrow(reader.schema.empty_table())
         assert isinstance(empty, pl.DataFrame)
         schema = empty.schema
-        validate_inputs(schema, evs, mapping, overwrite=True, details=False)
+        validate_inputs(schema, evs, mapping, overwrite=overwrite, details=details)
         return plan_requests(batches(), evs, mapping, judge=judge, cache=cache)
     files = resolve_sources(source)
     schema = _schema_of(files)
-    validate_inputs(schema, evs, mapping, overwrite=True, details=False)
+    validate_inputs(schema, evs, mapping, overwrite=overwrite, details=details)
     columns = needed_columns(schema, mapping, evs)
     scan = scan_sources(files).select(columns)
     slices = plan_slices(_row_groups(files), slice_rows)

@@ -41,7 +41,7 @@ class ParquetRun:
         )
         line = (
             f"framekit: wrote {self.rows} rows to {self.destination} in {self.elapsed_s:.1f}s "
-            f"({self.slices} slices{resumed}); {self.stats.requests_sent} requests sent, "
+            f"({self.slices} slice{'' if self.slices == 1 else 's'}{resumed}); {self.stats.requests_sent} requests sent, "
             f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
         )
         return self.stats.with_hints(line)
@@ -49,7 +49,8 @@ class ParquetRun:
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
     for f in fields(RunStats):
-        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints", "transports"):
+        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints", "transports",
+                      "provenance"):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
     if part.cost_usd is not None:

@@ -1,0 +1,204 @@
+"""The rows a reader acts on: failed and lowest-scored rows, sortable and filterable.
+
+One table per report, one row per (evaluator, row of the data): the id columns (and
+``trace_id``/``span_id`` when present, to find the row in a tracing tool), excerpts of the
+input and output, label, score, passed, explanation and error. A few lines of plain
+JavaScript sort it (click a header) and filter it (evaluator, label, status, text). The
+filter also reads the page address, e.g. ``report.html#status=failed&q=sydney``, so a
+link (or a test) can open the report already filtered.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from framekit import _result_columns as contract
+
+FAILED_ROWS = 50  # failed rows shown per evaluator
+LOWEST_ROWS = 20  # lowest-scored rows shown per evaluator
+EXCERPT_CHARS = 160
+
+_ID_NAMES = ("id", "trace_id", "span_id", "row_id", "example_id")
+_TEXT_GUESSES = {
+    "input": ("input", "question", "query", "prompt"),
+    "output": ("output", "answer", "response", "completion"),
+}
+
+
+def id_columns(columns: Sequence[str]) -> list[str]:
+    """Columns that identify a row: ``id``, ``*_id`` (trace and span ids included)."""
+    result_cols = set()
+    for name in contract.evaluator_names(columns):
+        result_cols |= {c for c in columns if c.startswith(name + "_")}
+    return [
+        c
+        for c in columns
+        if c not in result_cols and (c.lower() in _ID_NAMES or c.lower().endswith("_id"))
+    ][:4]
+
+
+def text_columns(columns: Sequence[str], provenance: Mapping[str, Any] | None) -> dict[str, str]:
+    """Field (input/output) -> column holding it: from the run record's mapping, else by name."""
+    mapping = (provenance or {}).get("mapping") or {}
+    out: dict[str, str] = {}
+    for field, guesses in _TEXT_GUESSES.items():
+        mapped = mapping.get(field) if isinstance(mapping, dict) else None
+        if isinstance(mapped, str) and mapped in columns:
+            out[field] = mapped
+            continue
+        found = next((c for c in columns if c.lower() in guesses), None)
+        if found is not None:
+            out[field] = found
+    return out
+
+
+def context_columns(columns: Sequence[str], provenance: Mapping[str, Any] | None) -> list[str]:
+    """The non-result columns the drill-down shows (ids, input, output)."""
+    wanted = id_columns(columns) + list(text_columns(columns, provenance).values())
+    return list(dict.fromkeys(wanted))
+
+
+def _excerpt(value: Any) -> str:
+    text = "" if value is None else " ".join(str(value).split())
+    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+
+
+def _direction(provenance: Mapping[str, Any] | None, name: str) -> str:
+    for ev in (provenance or {}).get("evaluators") or []:
+        if ev.get("name") == name:
+            return str(ev.get("direction") or "maximize")
+    return "maximize"
+
+
+def drill_rows(
+    frame: pl.DataFrame, names: Sequence[str], provenance: Mapping[str, Any] | None
+) -> tuple[list[str], list[dict[str, Any]], list[str]]:
+    """(columns, rows, notes): per evaluator its failed rows, then its lowest-scored rows."""
+    ids = id_columns(frame.columns)
+    texts = text_columns(frame.columns, provenance)
+    columns = ["evaluator", *ids, *texts, "label", "score", "status", "explanation", "error"]
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    indexed = frame.with_row_index("_row")
+    for name in names:
+        have = set(frame.columns)
+        score, error = contract.column(name, "score"), contract.column(name, "error")
+        label, passed_col = contract.column(name, "label"), contract.column(name, "passed")
+        explanation = contract.column(name, "explanation")
+        failed = indexed.filter(pl.col(error).is_not_null())
+        scored = indexed.filter(pl.col(error).is_null() & pl.col(score).is_not_null())
+        worst_first = _direction(provenance, name) == "minimize"
+        lowest = scored.sort(score, descending=worst_first).head(LOWEST_ROWS)
+        if failed.height > FAILED_ROWS:
+            notes.append(f"{name}: {FAILED_ROWS} of {failed.height} failed rows shown")
+        for part in (failed.head(FAILED_ROWS), lowest):
+            for r in part.iter_rows(named=True):
+                passed = r.get(passed_col) if passed_col in have else None
+                status = "error" if r[error] is not None else ("passed" if passed else "failed")
+                row: dict[str, Any] = {"evaluator": name}
+                row.update({c: r[c] for c in ids})
+                row.update({field: _excerpt(r[c]) for field, c in texts.items()})
+                row.update(
+                    label=r.get(label) if label in have else None,
+                    score=r[score],
+                    status=status,
+                    explanation=_excerpt(r.get(explanation)),
+                    error=r[error],
+                )
+                rows.append(row)
+    return columns, rows, notes
+
+
+_JS = """
+(function () {
+  var table = document.getElementById('rows'); if (!table) return;
+  var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+  var f = {evaluator: document.getElementById('f-evaluator'), label: document.getElementById('f-label'),
+           status: document.getElementById('f-status'), q: document.getElementById('f-q')};
+  var count = document.getElementById('f-count');
+  function apply() {
+    var q = f.q.value.toLowerCase(), shown = 0;
+    rows.forEach(function (tr) {
+      var ok = (!f.evaluator.value || tr.dataset.evaluator === f.evaluator.value) &&
+        (!f.label.value || tr.dataset.label === f.label.value) &&
+        (!f.status.value || tr.dataset.status === f.status.value ||
+         (f.status.value === 'not-passed' && tr.dataset.status !== 'passed')) &&
+        (!q || tr.textContent.toLowerCase().indexOf(q) >= 0);
+      tr.hidden = !ok; if (ok) shown++;
+    });
+    count.textContent = shown + ' of ' + rows.length + ' rows shown';
+  }
+  var params = new URLSearchParams(location.hash.slice(1) || location.search.slice(1));
+  Object.keys(f).forEach(function (k) {
+    if (params.has(k)) f[k].value = params.get(k);
+    f[k].addEventListener('input', apply);
+  });
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
+    th.addEventListener('click', function () {
+      var dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir > 0 ? 'asc' : 'desc';
+      rows.sort(function (a, b) {
+        var x = a.cells[i].dataset.v || a.cells[i].textContent, y = b.cells[i].dataset.v || b.cells[i].textContent;
+        var nx = parseFloat(x), ny = parseFloat(y);
+        return dir * (isNaN(nx) || isNaN(ny) ? x.localeCompare(y) : nx - ny);
+      });
+      rows.forEach(function (tr) { body.appendChild(tr); });
+    });
+  });
+  apply();
+})();
+"""
+
+
+def _options(element: str, label: str, values: Sequence[str]) -> str:
+    opts = "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>' for v in values)
+    return f'<label>{label} <select id="{element}"><option value="">all</option>{opts}</select></label>'
+
+
+def rows_section(
+    frame: pl.DataFrame, names: Sequence[str], provenance: Mapping[str, Any] | None
+) -> str:
+    """The HTML of the drill-down: filter controls, the table, and its script."""
+    columns, rows, notes = drill_rows(frame, names, provenance)
+    if not rows:
+        return "<p>No rows to show.</p>"
+    labels = sorted({str(r["label"]) for r in rows if r["label"] is not None})
+    controls = (
+        '<div class="filters">'
+        + _options("f-evaluator", "evaluator", list(names))
+        + _options("f-label", "label", labels)
+        + '<label>status <select id="f-status"><option value="">all</option>'
+        '<option value="error">error</option><option value="failed">failed threshold</option>'
+        '<option value="not-passed">error or failed</option>'
+        '<option value="passed">passed</option></select></label>'
+        ' <label>search <input id="f-q" type="search" placeholder="text in any column"></label>'
+        ' <span id="f-count" class="meta"></span></div>'
+    )
+    head = "".join(f'<th title="click to sort">{html.escape(c)}</th>' for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if c == "score" and v is not None:
+                cells.append(f'<td class="num" data-v="{v!r}">{v:.3f}</td>')
+            else:
+                text = "" if v is None else str(v)
+                css = ' class="text"' if len(text) > 30 else ""
+                cells.append(f"<td{css}>{html.escape(text)}</td>")
+        body.append(
+            f'<tr data-evaluator="{html.escape(r["evaluator"])}" '
+            f'data-label="{html.escape(str(r["label"]) if r["label"] is not None else "")}" '
+            f'data-status="{r["status"]}">' + "".join(cells) + "</tr>"
+        )
+    note = "".join(f'<p class="meta">{html.escape(n)}</p>' for n in notes)
+    return (
+        f'<p class="meta">Per evaluator: failed rows (with their error), then the '
+        f"{LOWEST_ROWS} lowest-scored rows. Click a header to sort.</p>{note}{controls}"
+        f'<div class="scroll"><table id="rows"><thead><tr>{head}</tr></thead><tbody>'
+        + "\n".join(body)
+        + f"</tbody></table></div><script>{_JS}</script>"
+    )
