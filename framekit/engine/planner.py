@@ -21,6 +21,7 @@ import numpy as np
 from framekit._errors import RecordError
 from framekit._score import Score
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.batch import BatchExecutor
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
@@ -132,7 +133,7 @@ async def run_jobs(
                 report(job.weights[i], "failed")
         prepared.append(rows)
 
-    answers = await _chat_stage(jobs, prepared, cache, stats, report)
+    answers = await _chat_stage(jobs, prepared, cache, stats, report, show_embedding_progress)
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
     for job, rows in zip(jobs, prepared):
         for i, record in enumerate(rows):
@@ -156,6 +157,7 @@ async def _chat_stage(
     cache: Cache,
     stats: RunStats,
     report: ProgressFn,
+    show: bool = False,
 ) -> dict[tuple[int, int], dict[str, Any]]:
     """Answers of LLM judges, keyed by (job index, record index)."""
     waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
@@ -216,7 +218,11 @@ async def _chat_stage(
             judges[id(judge)] = judge
     await asyncio.gather(
         *(
-            ChatExecutor(judges[jid], cache, stats).run(items, settle)
+            (
+                BatchExecutor(judges[jid], cache, stats, show).run(items, settle)
+                if getattr(judges[jid], "batch", False)
+                else ChatExecutor(judges[jid], cache, stats).run(items, settle)
+            )
             for jid, items in by_judge.items()
         )
     )

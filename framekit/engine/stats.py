@@ -28,6 +28,10 @@ class RunStats:
     embeddings_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+    #: Requests answered through a provider batch API (priced at its batch discount),
+    #: and the provider's ids of the batches this run submitted.
+    batch_requests: int = 0
+    batches: list[str] = field(default_factory=list)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
 
@@ -41,6 +45,8 @@ class RunStats:
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
         )
+        if self.batch_requests:
+            line += f" ({self.batch_requests} answered by batch API at 50 % price)"
         return self.with_hints(line)
 
     def with_hints(self, line: str) -> str:

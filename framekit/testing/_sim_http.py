@@ -26,6 +26,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
+from framekit.testing import _sim_batch
 
 if TYPE_CHECKING:
     from framekit.testing.simulator import SimulatorConfig
@@ -130,6 +131,7 @@ class SimApp:
         self.rng = random.Random(config.seed)
         self.requests: deque[Any] = deque(maxlen=config.max_recorded)
         self.connections: set[_Connection] = set()
+        self.batch = _sim_batch.BatchSim(self)
         self._zero()
 
     # -- state ----------------------------------------------------------------------
@@ -156,6 +158,7 @@ class SimApp:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
         self.requests.clear()
         self.rng.seed(self.config.seed)
+        self.batch.reset()
         self._zero()
 
     def configure(self, fields: dict[str, Any]) -> SimulatorConfig:
@@ -196,6 +199,7 @@ class SimApp:
             "max_in_flight": self.max_in_flight,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "batch": self.batch.stats(),
         }
 
     def finished(self, reply: Reply, *, sent: bool) -> None:
@@ -227,6 +231,8 @@ class SimApp:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if _sim_batch.owns(path):
+                return self._gateway(headers) or self.batch.handle(method, path, query, headers, body)
             return self._api(method, path, headers, body)
         except Exception as exc:  # a simulator bug must surface as a 500, not a dead socket
             return Reply(500, error_body(500, f"simulator error: {exc!r}"))
