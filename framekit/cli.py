@@ -104,6 +104,7 @@ def _judge(args: argparse.Namespace) -> Any:
         "tpm": args.tpm,
         "concurrency": args.concurrency,
         "processes": args.processes,
+        "batch": args.batch or None,
     }
     if model is None or model.lower() == "local":
         given = [f"--{k}" for k, v in limits.items() if v is not None]
@@ -369,6 +370,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes making the litellm calls (default 1: this one); "
         "2 helps when the endpoint answers faster than one process can send",
     )
+    ev.add_argument(
+        "--batch",
+        action="store_true",
+        help="send through the provider's batch API: 50 %% price, answers within 24 h; "
+        "Ctrl-C detaches and the same command resumes (see `framekit batches`)",
+    )
     group = ev.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write a cache")
@@ -437,6 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
     demo.set_defaults(handler=_cmd_demo)
+    from framekit.cli_batches import add_parser as add_batches_parser
+
+    add_batches_parser(sub)
     return parser
 
 

@@ -33,6 +33,7 @@ from framekit.engine.planner import _chat_prefix, chat_key
 from framekit.evaluators.base import Evaluator
 from framekit.frame import _check_evaluators, _distinct_records
 from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.batch.pricing import batch_price
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 
@@ -66,6 +67,8 @@ class RequestPlan:
     skipped: int = 0
     judges: list[str] = field(default_factory=list)
     by_evaluator: dict[str, int] = field(default_factory=dict)
+    #: Requests that would go through a provider batch API (priced at its discount).
+    batch_requests: int = 0
 
     @property
     def tokens(self) -> int:
@@ -91,6 +94,8 @@ class RequestPlan:
                 f"  estimated tokens: {self.tokens} "
                 f"({self.prompt_tokens} prompt + {self.answer_tokens} answer)",
             ]
+        if self.batch_requests and self.cost_known:
+            cost += f" ({self.batch_requests} requests at the batch API's 50 % price)"
         lines.append(f"  estimated cost: {cost}")
         if self.local_judge:
             lines.append(
@@ -211,6 +216,9 @@ def plan_requests(
         plan.prompt_tokens += prompt
         plan.answer_tokens += ANSWER_TOKENS
         price = _price(j.model, prompt, ANSWER_TOKENS)
+        if j.batch:
+            plan.batch_requests += 1
+            price = batch_price(j.model, prompt, ANSWER_TOKENS)
         if price is None:
             plan.cost_known = False
         else:
