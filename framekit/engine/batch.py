@@ -39,6 +39,8 @@ from framekit.judges.structured import ParseFailure, build_call_kwargs, parse_an
 
 #: Longest pause between two polls of a batch, in seconds.
 MAX_POLL = 60.0
+#: Answers written to the cache per transaction while a batch's results are read.
+CACHE_CHUNK = 500
 #: Consecutive failed polls (5xx, connection errors) before the run stops.
 MAX_POLL_FAILURES = 10
 
@@ -293,6 +295,8 @@ class BatchExecutor:
     ) -> None:
         cancelled = status.state in ("cancelled", "cancelling")
         seen: set[str] = set()
+        batch: list[tuple[str, dict[str, Any]]] = []
+        outcomes: list[Outcome] = []
         async for line in _results(self.client, status):
             key = key_of(line.custom_id)
             if key in seen or key not in self.shapes or key in self.finished:
@@ -324,8 +328,11 @@ class BatchExecutor:
                     suffix = f" (after {used} re-asks)" if used else ""
                     self._settle(key, Outcome(None, str(failure) + suffix, tokens, cost))
                 continue
-            self.cache.set(key, {"answer": answer, "tokens": tokens, "cost_usd": cost})
-            self._settle(key, Outcome(answer, None, tokens, cost, time.time() - m.created))
+            batch.append((key, {"answer": answer, "tokens": tokens, "cost_usd": cost}))
+            outcomes.append(Outcome(answer, None, tokens, cost, time.time() - m.created))
+            if len(batch) >= CACHE_CHUNK:
+                self._store_answers(batch, outcomes)
+        self._store_answers(batch, outcomes)
         for key in m.keys:
             if key in self.shapes and key not in seen and key not in self.finished:
                 reason = "batch cancelled before this request ran" if cancelled else (
@@ -335,6 +342,16 @@ class BatchExecutor:
         if all(k in self.shapes for k in m.keys):
             m.state = "collected"
         self.store.save(m)
+
+    def _store_answers(self, batch: list[tuple[str, dict[str, Any]]], outcomes: list[Outcome]) -> None:
+        """Write answers to the cache in one transaction, then report them. Until the
+        batch is marked collected its output stays at the provider, so a kill between
+        two chunks loses nothing: the next run reads the output again."""
+        self.cache.set_many(batch)
+        for (key, _), outcome in zip(batch, outcomes):
+            self._settle(key, outcome)
+        batch.clear()
+        outcomes.clear()
 
     def _line_failed(
         self,
