@@ -237,3 +237,19 @@ def test_cli_lists_and_cancels_batches(sim: JudgeSimulator, tmp_path: Path, caps
     out = score(retrieval_frame(30), batch_judge(sim), tmp_path)
     assert out["retrieval_relevance_error"].null_count() == 0
     assert out["retrieval_relevance_error"][0] == "batch cancelled before this request ran"
+
+
+def test_parquet_in_parquet_out_submits_each_slice_once(sim: JudgeSimulator, tmp_path: Path) -> None:
+    source = tmp_path / "runs.parquet"
+    retrieval_frame(600).write_parquet(source, row_group_size=200)
+    run = fk.evaluate_parquet(
+        source, tmp_path / "scored.parquet", [RetrievalRelevance()], MAPPING,
+        judge=batch_judge(sim), cache=tmp_path / "cache", progress=False, slice_rows=200,
+    )
+    scored = pl.read_parquet(tmp_path / "scored.parquet")
+    assert scored.height == 600 and scored["retrieval_relevance_score"].null_count() == 0
+    assert run.failed_rows == 0
+    # Submitted slice by slice up front, then collected: one batch per slice, never two.
+    assert sim.stats()["batch"]["batches_created"] == 3
+    assert sim.stats()["batch"]["lines"] == 600
+    assert sim.stats()["chat"] == 0

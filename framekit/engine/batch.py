@@ -18,6 +18,7 @@ whole is one run error naming the provider's reason.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -154,7 +155,9 @@ class BatchExecutor:
     def _shape(self, request: ChatRequest) -> ChatRequest:
         """The request without its messages: all that parsing an answer needs. Shared per
         evaluator, so a million pending keys cost a dict entry each, not a prompt."""
-        memo = (id(request.schema), request.schema_name, request.label_field, request.choices)
+        # By content: evaluators may build a fresh schema dict for every request.
+        schema = json.dumps(request.schema, sort_keys=True)
+        memo = (schema, request.schema_name, request.label_field, request.choices)
         shape = self._shape_memo.get(memo)
         if shape is None:
             shape = ChatRequest([], request.schema_name, request.schema, request.label_field, request.choices)
