@@ -59,7 +59,10 @@ class Requests:
                 {
                     "input": [f"How do I configure feature {i} of the product?" for i in ids],
                     "context": [
-                        [f"Feature {i} is configured in Settings > Advanced.", f"Release note {i % 97}."]
+                        [
+                            f"Feature {i} is configured in Settings > Advanced.",
+                            f"Release note {i % 97}.",
+                        ]
                         for i in ids
                     ],
                 }

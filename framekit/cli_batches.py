@@ -69,8 +69,10 @@ def run(args: argparse.Namespace) -> int:
     if not manifests:
         print(f"no batches recorded in {store.root}")
         return 0
-    print(f"{'batch':<24} {'provider':<9} {'state':<12} {'requests':>8} {'done':>7} "
-          f"{'failed':>6} {'age':>7} {'cost':>10}")
+    print(
+        f"{'batch':<24} {'provider':<9} {'state':<12} {'requests':>8} {'done':>7} "
+        f"{'failed':>6} {'age':>7} {'cost':>10}"
+    )
     for m in sorted(manifests, key=lambda m: m.created):
         state = m.provider_state or m.state
         if m.state == "submitted" and m.batch_id and not args.offline:
@@ -83,8 +85,10 @@ def run(args: argparse.Namespace) -> int:
                 print(f"framekit: could not refresh {m.batch_id}: {exc}", file=sys.stderr)
         if m.state in ("collected", "failed"):
             state = m.state
-        print(f"{m.batch_id or m.local_id:<24} {m.provider:<9} {state:<12} {m.requests:>8} "
-              f"{m.completed:>7} {m.failed:>6} {_age(m.created):>7} {'$%.4f' % m.cost_usd:>10}")
+        print(
+            f"{m.batch_id or m.local_id:<24} {m.provider:<9} {state:<12} {m.requests:>8} "
+            f"{m.completed:>7} {m.failed:>6} {_age(m.created):>7} {f'${m.cost_usd:.4f}':>10}"
+        )
     return 0
 
 

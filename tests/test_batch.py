@@ -38,7 +38,13 @@ def batch_judge(sim: JudgeSimulator, model: str = PRICED, **options: object) -> 
 
 def score(df: pl.DataFrame, judge: object, cache: Path, **kw: object) -> pl.DataFrame:
     out = fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False, **kw  # type: ignore[arg-type]
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=cache,
+        progress=False,
+        **kw,  # type: ignore[arg-type]
     )
     assert isinstance(out, pl.DataFrame)
     return out
@@ -66,9 +72,16 @@ def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_p
 
     # The direct path on a sample of the same rows: equal results, twice the price.
     sample = df.gather(list(range(0, 10_000, 50)))
-    direct = score(sample, fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY), tmp_path / "d", details=True)
+    direct = score(
+        sample,
+        fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY),
+        tmp_path / "d",
+        details=True,
+    )
     mine = batched.gather(list(range(0, 10_000, 50)))
-    cols = [f"retrieval_relevance_{c}" for c in ("score", "label", "explanation", "passed", "error")]
+    cols = [
+        f"retrieval_relevance_{c}" for c in ("score", "label", "explanation", "passed", "error")
+    ]
     assert mine.select(cols).equals(direct.select(cols))
     ratio = mine["retrieval_relevance_cost_usd"] / direct["retrieval_relevance_cost_usd"]
     assert ratio.min() == pytest.approx(0.5) and ratio.max() == pytest.approx(0.5)
@@ -174,7 +187,9 @@ def test_wait_false_returns_the_batch_id_and_the_same_call_collects(
     assert sim.stats()["batch"]["batches_created"] == 1
 
 
-def test_anthropic_message_batches_give_the_same_scores(sim: JudgeSimulator, tmp_path: Path) -> None:
+def test_anthropic_message_batches_give_the_same_scores(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
     df = retrieval_frame(300)
     claude = score(df, batch_judge(sim, CLAUDE), tmp_path / "a")
     openai = score(df, batch_judge(sim), tmp_path / "o")
@@ -215,13 +230,19 @@ def test_dry_run_prices_batch_requests_at_half(tmp_path: Path) -> None:
     from framekit.engine.dryrun import plan_requests
 
     df = retrieval_frame(100)
-    direct = plan_requests([df], [RetrievalRelevance()], MAPPING, judge=fk.Judge(PRICED), cache=False)
-    batch = plan_requests([df], [RetrievalRelevance()], MAPPING, judge=fk.Judge(PRICED, batch=True), cache=False)
+    direct = plan_requests(
+        [df], [RetrievalRelevance()], MAPPING, judge=fk.Judge(PRICED), cache=False
+    )
+    batch = plan_requests(
+        [df], [RetrievalRelevance()], MAPPING, judge=fk.Judge(PRICED, batch=True), cache=False
+    )
     assert batch.cost_usd == pytest.approx(direct.cost_usd * 0.5)
     assert "batch API's 50 % price" in batch.describe()
 
 
-def test_cli_lists_and_cancels_batches(sim: JudgeSimulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_lists_and_cancels_batches(
+    sim: JudgeSimulator, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from framekit.cli import main
 
     sim.configure(batch_seconds=600.0)
@@ -239,12 +260,20 @@ def test_cli_lists_and_cancels_batches(sim: JudgeSimulator, tmp_path: Path, caps
     assert out["retrieval_relevance_error"][0] == "batch cancelled before this request ran"
 
 
-def test_parquet_in_parquet_out_submits_each_slice_once(sim: JudgeSimulator, tmp_path: Path) -> None:
+def test_parquet_in_parquet_out_submits_each_slice_once(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
     source = tmp_path / "runs.parquet"
     retrieval_frame(600).write_parquet(source, row_group_size=200)
     run = fk.evaluate_parquet(
-        source, tmp_path / "scored.parquet", [RetrievalRelevance()], MAPPING,
-        judge=batch_judge(sim), cache=tmp_path / "cache", progress=False, slice_rows=200,
+        source,
+        tmp_path / "scored.parquet",
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=batch_judge(sim),
+        cache=tmp_path / "cache",
+        progress=False,
+        slice_rows=200,
     )
     scored = pl.read_parquet(tmp_path / "scored.parquet")
     assert scored.height == 600 and scored["retrieval_relevance_score"].null_count() == 0

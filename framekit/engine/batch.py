@@ -160,7 +160,9 @@ class BatchExecutor:
         memo = (schema, request.schema_name, request.label_field, request.choices)
         shape = self._shape_memo.get(memo)
         if shape is None:
-            shape = ChatRequest([], request.schema_name, request.schema, request.label_field, request.choices)
+            shape = ChatRequest(
+                [], request.schema_name, request.schema, request.label_field, request.choices
+            )
             self._shape_memo[memo] = shape
         return shape
 
@@ -189,7 +191,11 @@ class BatchExecutor:
             call = build_call_kwargs(shape, messages, self.mode)
             del call["messages"]
             data = client.encode(custom_id(key), messages, call)
-            if manifest is None or len(manifest.keys) >= client.max_requests or size + len(data) > limit:
+            if (
+                manifest is None
+                or len(manifest.keys) >= client.max_requests
+                or size + len(data) > limit
+            ):
                 close()
                 manifest = self.store.new(client.provider, client.api_base, judge.model, round_)
                 handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
@@ -201,7 +207,9 @@ class BatchExecutor:
         close()
         return done
 
-    def _followup_lines(self, followups: dict[str, tuple[Manifest, list[dict[str, Any]]]]) -> Iterator[Line]:
+    def _followup_lines(
+        self, followups: dict[str, tuple[Manifest, list[dict[str, Any]]]]
+    ) -> Iterator[Line]:
         """The failed lines again, their messages read back from the spools they came in
         (plus the re-ask turns for an unreadable answer)."""
         by_source: dict[str, list[str]] = {}
@@ -214,7 +222,9 @@ class BatchExecutor:
             for key, messages in self._spool_messages(sources[local_id], wanted):
                 yield key, messages + followups[key][1], self.shapes[key]
 
-    def _spool_messages(self, manifest: Manifest, wanted: set[str]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    def _spool_messages(
+        self, manifest: Manifest, wanted: set[str]
+    ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
         with open(manifest.spool, "rb") as handle:
             for line in handle:
                 decoded = self.client.decode(line)
@@ -233,7 +243,9 @@ class BatchExecutor:
             except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 transient = not isinstance(exc, BatchHTTPError) or exc.transient
                 if not transient or attempt >= self.judge.max_retries:
-                    raise JudgeError(f"could not submit a batch to {self._where()}: {_reason(exc)}") from None
+                    raise JudgeError(
+                        f"could not submit a batch to {self._where()}: {_reason(exc)}"
+                    ) from None
                 attempt += 1
                 await asyncio.sleep(min(MAX_POLL, 0.5 * 2**attempt))
         m.batch_id, m.input_file_id, m.state = batch_id, file_id or None, "submitted"
@@ -338,15 +350,19 @@ class BatchExecutor:
         self._store_answers(batch, outcomes)
         for key in m.keys:
             if key in self.shapes and key not in seen and key not in self.finished:
-                reason = "batch cancelled before this request ran" if cancelled else (
-                    "missing from the batch output"
+                reason = (
+                    "batch cancelled before this request ran"
+                    if cancelled
+                    else ("missing from the batch output")
                 )
                 self._line_failed(key, m, reason, not cancelled, followups)
         if all(k in self.shapes for k in m.keys):
             m.state = "collected"
         self.store.save(m)
 
-    def _store_answers(self, batch: list[tuple[str, dict[str, Any]]], outcomes: list[Outcome]) -> None:
+    def _store_answers(
+        self, batch: list[tuple[str, dict[str, Any]]], outcomes: list[Outcome]
+    ) -> None:
         """Write answers to the cache in one transaction, then report them. Until the
         batch is marked collected its output stays at the provider, so a kill between
         two chunks loses nothing: the next run reads the output again."""
@@ -393,8 +409,14 @@ class BatchExecutor:
 
     # -- telling the user -------------------------------------------------------------------
     def _pending(self, statuses: list[BatchStatus]) -> None:
-        states = ", ".join(f"{s.id} ({s.state}, {s.completed}/{s.total or '?'} done)" for s in statuses)
-        why = "wait=False" if not self.judge.wait else f"still running after {self.judge.batch_timeout:g} h"
+        states = ", ".join(
+            f"{s.id} ({s.state}, {s.completed}/{s.total or '?'} done)" for s in statuses
+        )
+        why = (
+            "wait=False"
+            if not self.judge.wait
+            else f"still running after {self.judge.batch_timeout:g} h"
+        )
         raise BatchPending(
             f"batch(es) {states} go on at the provider ({why}); nothing is lost: run the same "
             "call again to collect the answers (`framekit batches` lists them)",
@@ -451,7 +473,9 @@ class _StatusBar:
     def __init__(self) -> None:
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=0, desc="batch", unit="req", position=1, leave=False, dynamic_ncols=True)
+        self.bar = tqdm(
+            total=0, desc="batch", unit="req", position=1, leave=False, dynamic_ncols=True
+        )
         self.states: dict[str, BatchStatus] = {}
 
     def update(self, batch_id: str, status: BatchStatus) -> None:

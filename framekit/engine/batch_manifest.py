@@ -92,7 +92,9 @@ class ManifestStore:
             except (OSError, ValueError, TypeError):
                 continue  # a foreign or damaged file is not ours to act on
 
-    def open_for(self, provider: str, endpoint: str, keys: set[str] | dict[str, Any]) -> list[Manifest]:
+    def open_for(
+        self, provider: str, endpoint: str, keys: set[str] | dict[str, Any]
+    ) -> list[Manifest]:
         """Unfinished batches at this endpoint that carry any of ``keys``."""
         return [
             m

@@ -20,8 +20,8 @@ import numpy as np
 
 from framekit._errors import RecordError
 from framekit._score import Score
-from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.batch import BatchExecutor
+from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.stats import RunStats

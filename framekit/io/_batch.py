@@ -33,6 +33,8 @@ async def submit_all_slices(
         if i in done:
             continue
         try:
-            await aevaluate_dataframe(read_slice(offset, length), judge=eager, progress=False, **evaluate)
+            await aevaluate_dataframe(
+                read_slice(offset, length), judge=eager, progress=False, **evaluate
+            )
         except BatchPending:
             continue

@@ -92,7 +92,10 @@ class BatchSim:
             if "file" not in fields:
                 raise ValueError("multipart form needs a 'file' field")
             file_id = self._id("file-sim")
-            self.files[file_id] = {"purpose": fields.get("purpose", b"").decode(), "data": fields["file"]}
+            self.files[file_id] = {
+                "purpose": fields.get("purpose", b"").decode(),
+                "data": fields["file"],
+            }
             self.counts["files_uploaded"] += 1
             return _ok(self._file_object(file_id))
         if method == "GET" and len(rest) == 1:
@@ -119,7 +122,9 @@ class BatchSim:
             return _ok(self._create_openai(json.loads(body or b"{}")))
         if method == "GET" and not rest:
             limit = int(_query(query).get("limit", "20"))
-            data = [self._view(b) for b in list(self.batches.values())[::-1] if b["kind"] == "openai"]
+            data = [
+                self._view(b) for b in list(self.batches.values())[::-1] if b["kind"] == "openai"
+            ]
             return _ok({"object": "list", "data": data[:limit], "has_more": len(data) > limit})
         batch = self.batches[rest[0]]
         if method == "GET" and len(rest) == 1:
@@ -163,7 +168,9 @@ class BatchSim:
         return []
 
     # -- Anthropic batches ------------------------------------------------------------------
-    def _anthropic(self, method: str, rest: list[str], headers: dict[str, str], body: bytes) -> Reply:
+    def _anthropic(
+        self, method: str, rest: list[str], headers: dict[str, str], body: bytes
+    ) -> Reply:
         from framekit.testing._sim_http import Reply, error_body
 
         host = headers.get("host", "127.0.0.1")
@@ -177,9 +184,15 @@ class BatchSim:
                 self.counts["batches_rejected"] += 1
                 return Reply(400, error_body(400, reason))
             lines = [json.dumps(r).encode() for r in requests or []]
-            return _ok(self._anthropic_view(self._new("anthropic", "msgbatch_sim", lines, []), host))
+            return _ok(
+                self._anthropic_view(self._new("anthropic", "msgbatch_sim", lines, []), host)
+            )
         if method == "GET" and not rest:
-            data = [self._anthropic_view(b, host) for b in self.batches.values() if b["kind"] == "anthropic"]
+            data = [
+                self._anthropic_view(b, host)
+                for b in self.batches.values()
+                if b["kind"] == "anthropic"
+            ]
             return _ok({"data": data[::-1], "has_more": False})
         batch = self.batches[rest[0]]
         if method == "GET" and len(rest) == 1:
@@ -205,7 +218,11 @@ class BatchSim:
         return {
             "id": batch["id"],
             "type": "message_batch",
-            "processing_status": "ended" if ended else "canceling" if status == "cancelling" else "in_progress",
+            "processing_status": "ended"
+            if ended
+            else "canceling"
+            if status == "cancelling"
+            else "in_progress",
             "request_counts": {
                 "processing": 0 if ended else n - batch["progress"],
                 "succeeded": c["completed"] if ended else batch["progress"],
@@ -215,11 +232,15 @@ class BatchSim:
             },
             "created_at": _iso(batch["created"]),
             "ended_at": _iso(batch["ended"]) if batch["ended"] else None,
-            "results_url": f"http://{host}/v1/messages/batches/{batch['id']}/results" if ended else None,
+            "results_url": f"http://{host}/v1/messages/batches/{batch['id']}/results"
+            if ended
+            else None,
         }
 
     # -- the shared state machine -------------------------------------------------------------
-    def _new(self, kind: str, prefix: str, lines: list[bytes], errors: list[dict[str, Any]]) -> dict[str, Any]:
+    def _new(
+        self, kind: str, prefix: str, lines: list[bytes], errors: list[dict[str, Any]]
+    ) -> dict[str, Any]:
         batch_id = self._id(prefix)
         batch = {
             "id": batch_id,
@@ -315,17 +336,40 @@ class BatchSim:
 
     def _failed_line(self, batch: dict[str, Any], cid: str, number: int) -> bytes:
         if batch["kind"] == "anthropic":
-            error = {"type": "error", "error": {"type": "api_error", "message": "Internal server error"}}
-            return json.dumps({"custom_id": cid, "result": {"type": "errored", "error": error}}).encode() + b"\n"
-        body = {"error": {"message": "The server had an error while processing your request.", "type": "server_error"}}
+            error = {
+                "type": "error",
+                "error": {"type": "api_error", "message": "Internal server error"},
+            }
+            return (
+                json.dumps(
+                    {"custom_id": cid, "result": {"type": "errored", "error": error}}
+                ).encode()
+                + b"\n"
+            )
+        body = {
+            "error": {
+                "message": "The server had an error while processing your request.",
+                "type": "server_error",
+            }
+        }
         response = {"status_code": 500, "request_id": f"req_{number}", "body": body}
-        return json.dumps({"id": f"batch_req_{number}", "custom_id": cid, "response": response, "error": None}).encode() + b"\n"
+        return (
+            json.dumps(
+                {"id": f"batch_req_{number}", "custom_id": cid, "response": response, "error": None}
+            ).encode()
+            + b"\n"
+        )
 
     def _expired_line(self, batch: dict[str, Any], cid: str, number: int) -> bytes:
         if batch["kind"] == "anthropic":
             return json.dumps({"custom_id": cid, "result": {"type": "expired"}}).encode() + b"\n"
         error = {"code": "batch_expired", "message": _EXPIRED}
-        return json.dumps({"id": f"batch_req_{number}", "custom_id": cid, "response": None, "error": error}).encode() + b"\n"
+        return (
+            json.dumps(
+                {"id": f"batch_req_{number}", "custom_id": cid, "response": None, "error": error}
+            ).encode()
+            + b"\n"
+        )
 
     def _cancel(self, batch: dict[str, Any]) -> None:
         self._advance(batch)
@@ -397,7 +441,9 @@ def _check_anthropic(requests: Any) -> str | None:
         if cid in seen:
             return f"requests.{i}.custom_id: duplicate custom_id {cid!r}"
         seen.add(cid)
-        if not isinstance(params, dict) or not all(k in params for k in ("model", "max_tokens", "messages")):
+        if not isinstance(params, dict) or not all(
+            k in params for k in ("model", "max_tokens", "messages")
+        ):
             return f"requests.{i}.params: model, max_tokens and messages are required"
     return None
 
@@ -411,7 +457,10 @@ def _openai_payload(params: dict[str, Any]) -> dict[str, Any]:
     tools = params.get("tools") or []
     if tools:
         body["tools"] = [
-            {"type": "function", "function": {"name": t["name"], "parameters": t.get("input_schema")}}
+            {
+                "type": "function",
+                "function": {"name": t["name"], "parameters": t.get("input_schema")},
+            }
             for t in tools
         ]
         choice = params.get("tool_choice") or {}
@@ -432,7 +481,9 @@ def _anthropic_message(completion: dict[str, Any], body: dict[str, Any]) -> dict
             continue
         content.append({"type": "tool_use", "id": call["id"], "name": fn["name"], "input": args})
     if not content:
-        content.append({"type": "text", "text": message.get("content") or message.get("refusal") or ""})
+        content.append(
+            {"type": "text", "text": message.get("content") or message.get("refusal") or ""}
+        )
     usage = completion["usage"]
     return {
         "id": completion["id"].replace("chatcmpl", "msg"),
@@ -441,5 +492,8 @@ def _anthropic_message(completion: dict[str, Any], body: dict[str, Any]) -> dict
         "model": body.get("model"),
         "content": content,
         "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
-        "usage": {"input_tokens": usage["prompt_tokens"], "output_tokens": usage["completion_tokens"]},
+        "usage": {
+            "input_tokens": usage["prompt_tokens"],
+            "output_tokens": usage["completion_tokens"],
+        },
     }

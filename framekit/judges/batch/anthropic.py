@@ -94,7 +94,11 @@ def to_anthropic(messages: list[dict[str, Any]], call: dict[str, Any]) -> dict[s
     if tools:
         fn = tools[0]["function"]
         params["tools"] = [
-            {"name": fn["name"], "description": fn.get("description", ""), "input_schema": fn["parameters"]}
+            {
+                "name": fn["name"],
+                "description": fn.get("description", ""),
+                "input_schema": fn["parameters"],
+            }
         ]
         params["tool_choice"] = {"type": "tool", "name": fn["name"]}
     return params
@@ -135,8 +139,8 @@ def read_line(line: bytes) -> LineResult:
             "overloaded_error",
             "rate_limit_error",
         )
-        text = one_line(f"batch line {kind}: {etype or ''} {message or ''}".strip(), 200)
-        return LineResult(custom_id, error=text, retryable=retryable)
+        reason = one_line(f"batch line {kind}: {etype or ''} {message or ''}".strip(), 200)
+        return LineResult(custom_id, error=reason, retryable=retryable)
     message = result.get("message") or {}
     text: str | None = None
     for block in message.get("content") or []:

@@ -175,7 +175,9 @@ def _http_error(status: int, body: bytes) -> JudgeError:
         message = None
     text = one_line(message or body.decode("utf-8", "replace") or "no message", 200)
     if status in (401, 403):
-        return JudgeAuthenticationError(f"the batch API rejected the credentials: HTTP {status}: {text}")
+        return JudgeAuthenticationError(
+            f"the batch API rejected the credentials: HTTP {status}: {text}"
+        )
     return BatchHTTPError(status, text)
 
 

@@ -42,9 +42,7 @@ class OpenAIBatchClient(BatchClient):
         with spool.open("rb") as handle:
             form = aiohttp.FormData()
             form.add_field("purpose", "batch")
-            form.add_field(
-                "file", handle, filename=spool.name, content_type="application/jsonl"
-            )
+            form.add_field("file", handle, filename=spool.name, content_type="application/jsonl")
             uploaded = await self.request("POST", "/files", data=form)
         file_id = str(uploaded["id"])
         created = await self.request(
