@@ -282,3 +282,39 @@ def test_parquet_in_parquet_out_submits_each_slice_once(
     assert sim.stats()["batch"]["batches_created"] == 3
     assert sim.stats()["batch"]["lines"] == 600
     assert sim.stats()["chat"] == 0
+
+
+def test_ctrl_c_detaches_without_cancelling_and_the_rerun_collects(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    sim.configure(batch_seconds=600.0)
+    cache = tmp_path / "cache"
+    child = textwrap.dedent(
+        f"""
+        import framekit as fk
+        from framekit.evaluators import RetrievalRelevance
+        from tests.helpers import retrieval_frame, MAPPING
+        judge = fk.Judge({PRICED!r}, api_base={sim.api_base!r}, api_key="sk-x", batch=True,
+                         batch_poll=0.05)
+        fk.evaluate_dataframe(retrieval_frame(100), [RetrievalRelevance()], MAPPING,
+                              judge=judge, cache={str(cache)!r})
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", child], env=env, stderr=subprocess.PIPE, text=True
+    )
+    deadline = time.monotonic() + 120
+    while sim.stats()["batch"]["retrieves"] < 2:
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert "detached from batch(es) batch_sim" in err and "not cancelled" in err
+    assert sim.stats()["batch"]["batches_cancelled"] == 0
+
+    sim.configure(batch_seconds=0.1)
+    out = score(retrieval_frame(100), batch_judge(sim, api_key="sk-x"), cache)
+    assert out["retrieval_relevance_score"].null_count() == 0
+    assert sim.stats()["batch"]["batches_created"] == 1
