@@ -318,3 +318,19 @@ def test_ctrl_c_detaches_without_cancelling_and_the_rerun_collects(
     out = score(retrieval_frame(100), batch_judge(sim, api_key="sk-x"), cache)
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 1
+
+
+def test_a_batch_created_but_not_yet_recorded_is_found_not_paid_again(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    # A kill between "create batch" and "record its id" leaves the manifest at uploading.
+    sim.configure(batch_seconds=0.3)
+    with pytest.raises(BatchPending):
+        score(retrieval_frame(60), batch_judge(sim, wait=False), tmp_path)
+    (path,) = (tmp_path / "batches").glob("*.json")
+    manifest = json.loads(path.read_text())
+    path.write_text(json.dumps({**manifest, "state": "uploading", "batch_id": None}))
+    out = score(retrieval_frame(60), batch_judge(sim), tmp_path)
+    assert out["retrieval_relevance_score"].null_count() == 0
+    assert sim.stats()["batch"]["batches_created"] == 1
+    assert sim.stats()["batch"]["files_uploaded"] == 1

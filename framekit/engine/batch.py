@@ -88,6 +88,7 @@ class BatchExecutor:
         self.retries: dict[str, int] = {}
         self.reasks: dict[str, int] = {}
         self.open: dict[str, Manifest] = {}
+        self.resumed: set[str] = set()
         self._shape_memo: dict[tuple[Any, ...], ChatRequest] = {}
         self._on_done: Callable[[str, Outcome], None] = lambda key, outcome: None
         self._bar: _StatusBar | None = None
@@ -124,6 +125,7 @@ class BatchExecutor:
         provider, endpoint = self.client.provider, self.client.api_base
         resumed = self.store.open_for(provider, endpoint, self.shapes)
         covered = {k for m in resumed for k in m.keys}
+        self.resumed = {m.local_id for m in resumed}
         if resumed:
             ids = ", ".join(m.batch_id or m.local_id for m in resumed)
             self._say(f"resuming {len(resumed)} batch(es) already submitted for these rows: {ids}")
@@ -232,7 +234,22 @@ class BatchExecutor:
                     yield key_of(decoded[0]), decoded[1]
 
     # -- submitting and following ----------------------------------------------------------
+    async def _adopt(self, m: Manifest) -> bool:
+        """A run killed between creating a batch and recording its id left the manifest
+        at ``uploading``: find that batch by the tag it was created with, not pay again."""
+        try:
+            found = [s for s in await self.client.list() if s.tag == m.local_id]
+        except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError):
+            return False
+        if not found:
+            return False
+        m.batch_id, m.state = found[0].id, "submitted"
+        self.store.save(m)
+        return True
+
     async def _submit(self, m: Manifest) -> None:
+        if m.local_id in self.resumed and await self._adopt(m):
+            return
         attempt = 0
         while True:
             try:

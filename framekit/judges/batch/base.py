@@ -37,6 +37,8 @@ class BatchStatus:
     #: The provider's reason when the batch failed as a whole (validation).
     reason: str | None = None
     created_at: float | None = None
+    #: ``metadata["framekit"]``: the local id framekit gave the batch when creating it.
+    tag: str | None = None
 
     @property
     def done(self) -> bool:

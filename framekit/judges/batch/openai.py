@@ -93,6 +93,7 @@ def _status(data: dict[str, Any]) -> BatchStatus:
         error_file=data.get("error_file_id"),
         reason=reason or None,
         created_at=data.get("created_at"),
+        tag=(data.get("metadata") or {}).get("framekit"),
     )
 
 
