@@ -39,6 +39,7 @@ _EXPORTS = {
     "JudgeAuthenticationError": "framekit._errors",
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
+    "BatchPending": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
 
@@ -47,6 +48,7 @@ __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 if TYPE_CHECKING:
     from framekit import data, evaluators, io, plot, report, testing, traces
     from framekit._errors import (
+        BatchPending,
         FramekitError,
         InputError,
         JudgeAuthenticationError,

@@ -32,6 +32,16 @@ class JudgeAuthenticationError(JudgeError):
     """The endpoint rejected the credentials (HTTP 401/403): the whole run stops."""
 
 
+class BatchPending(FramekitError):
+    """A provider batch goes on after the run returned (``wait=False``, or the judge's
+    ``batch_timeout`` passed). Nothing is lost: run the same call again to collect the
+    answers. ``batch_ids`` names the provider's batches."""
+
+    def __init__(self, message: str, batch_ids: list[str]) -> None:
+        super().__init__(message)
+        self.batch_ids = batch_ids
+
+
 class RunInterrupted(FramekitError, KeyboardInterrupt):
     """The run was interrupted; every response received so far is in the cache."""
 
@@ -41,6 +51,7 @@ class LocalModelError(FramekitError, RuntimeError):
 
 
 __all__ = [
+    "BatchPending",
     "FramekitError",
     "InputError",
     "JudgeAuthenticationError",

@@ -19,8 +19,7 @@ import polars as pl
 import pytest
 
 import framekit as fk
-from framekit._errors import JudgeError
-from framekit.engine.batch import BatchPending
+from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
 from framekit.testing import JudgeSimulator, SimulatorConfig

@@ -27,7 +27,7 @@ from typing import Any
 
 import aiohttp
 
-from framekit._errors import FramekitError, JudgeError
+from framekit._errors import BatchPending, JudgeError
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
 from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
@@ -47,17 +47,7 @@ MAX_POLL_FAILURES = 10
 
 Line = tuple[str, list[dict[str, Any]], ChatRequest]  # key, messages, answer shape
 
-
-class BatchPending(FramekitError):
-    """The batch goes on at the provider (``wait=False``, or ``batch_timeout`` passed).
-
-    Nothing is lost: run the same call again to collect the answers. ``batch_ids`` names
-    the provider's batches.
-    """
-
-    def __init__(self, message: str, batch_ids: list[str]) -> None:
-        super().__init__(message)
-        self.batch_ids = batch_ids
+__all__ = ["BatchExecutor", "BatchPending"]
 
 
 def custom_id(key: str) -> str:

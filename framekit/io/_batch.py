@@ -13,7 +13,7 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from framekit.engine.batch import BatchPending
+from framekit._errors import BatchPending
 from framekit.frame import aevaluate_dataframe
 
 

@@ -78,7 +78,7 @@ class Judge:
         resumable: see :mod:`framekit.engine.batch`). ``batch_followup``: lines that
         failed or expired go to a follow-up ``"batch"`` or are sent ``"direct"``.
         ``wait=False`` submits and returns at once (raising
-        :class:`~framekit.engine.batch.BatchPending` with the batch ids; run again to
+        :class:`~framekit.BatchPending` with the batch ids; run again to
         collect). ``batch_timeout``: hours to wait; ``batch_poll``: first poll interval
         in seconds (backing off to 60 s).
     processes
