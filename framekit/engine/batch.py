@@ -364,7 +364,7 @@ class BatchExecutor:
                 )
                 self._line_failed(key, m, reason, not cancelled, followups)
         if all(k in self.shapes for k in m.keys):
-            m.state = "collected"
+            m.state, m.count, m.keys = "collected", len(m.keys), []
         self.store.save(m)
 
     def _store_answers(

@@ -48,10 +48,13 @@ class Manifest:
     created: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
     reason: str | None = None
+    #: Requests carried; kept when ``keys`` is emptied after collection (every run
+    #: reads the open manifests, so finished ones should be small).
+    count: int = 0
 
     @property
     def requests(self) -> int:
-        return len(self.keys)
+        return self.count or len(self.keys)
 
 
 class ManifestStore:
