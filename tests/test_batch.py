@@ -333,3 +333,28 @@ def test_a_batch_created_but_not_yet_recorded_is_found_not_paid_again(
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 1
     assert sim.stats()["batch"]["files_uploaded"] == 1
+
+
+def test_command_line_batch_run_and_its_dry_run(
+    sim: JudgeSimulator,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from framekit.cli import main
+
+    monkeypatch.setenv("FRAMEKIT_API_KEY", API_KEY)
+    source = tmp_path / "runs.parquet"
+    retrieval_frame(80).write_parquet(source)
+    args = [
+        "evaluate", str(source), "-e", "retrieval_relevance", "--map", "input=question",
+        "--map", "context=docs", "--judge", PRICED, "--api-base", sim.api_base, "--batch",
+        "--cache", str(tmp_path / "cache"), "-q",
+    ]  # fmt: skip
+    assert main([*args, "--dry-run"]) == 0
+    assert "80 requests at the batch API's 50 % price" in capsys.readouterr().out
+    assert main([*args, "-o", str(tmp_path / "scored.parquet")]) == 0
+    assert "80 answered by batch API at 50 % price" in capsys.readouterr().err
+    scored = pl.read_parquet(tmp_path / "scored.parquet")
+    assert scored["retrieval_relevance_score"].null_count() == 0
+    assert sim.stats()["chat"] == 0 and sim.stats()["batch"]["batches_created"] == 1

@@ -120,7 +120,7 @@ class Judge:
         batch_followup: Literal["batch", "direct"] = "batch",
         wait: bool = True,
         batch_timeout: float = 24.0,
-        batch_poll: float = 10.0,
+        batch_poll: float = 1.0,
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
