@@ -123,12 +123,15 @@ def test_rerun_after_kill_9_resumes_the_same_batch(sim: JudgeSimulator, tmp_path
     assert out["retrieval_relevance_score"].null_count() == 0
 
 
-@pytest.mark.parametrize("followup", ["batch", "direct"])
+@pytest.mark.parametrize(
+    ("followup", "model"), [("batch", PRICED), ("direct", PRICED), ("batch", CLAUDE)]
+)
 def test_failed_and_expired_lines_are_retried_and_scored(
-    sim: JudgeSimulator, tmp_path: Path, followup: str
+    sim: JudgeSimulator, tmp_path: Path, followup: str, model: str
 ) -> None:
     sim.configure(batch_failed_rate=0.03, batch_expired_rate=0.01, seed=7)
-    out = score(retrieval_frame(2_000), batch_judge(sim, batch_followup=followup), tmp_path)
+    judge = batch_judge(sim, model, batch_followup=followup)
+    out = score(retrieval_frame(2_000), judge, tmp_path)
     stats = sim.stats()
     first_round = stats["batch"]["lines_failed"] + stats["batch"]["lines_expired"]
     assert stats["batch"]["lines_failed"] >= 30 and stats["batch"]["lines_expired"] >= 8
