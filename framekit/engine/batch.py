@@ -363,7 +363,10 @@ class BatchExecutor:
                     else ("missing from the batch output")
                 )
                 self._line_failed(key, m, reason, not cancelled, followups)
-        if all(k in self.shapes for k in m.keys):
+        # Keys of other runs keep the batch open for them, unless already answered (a run
+        # killed while reading this output cached part of it).
+        others = [k for k in m.keys if k not in self.shapes]
+        if not others or len(self.cache.get_many(others)) == len(others):
             m.state, m.count, m.keys = "collected", len(m.keys), []
         self.store.save(m)
 
