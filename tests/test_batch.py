@@ -172,6 +172,7 @@ def test_a_batch_rejected_as_a_whole_is_one_run_error_naming_the_reason(
     with pytest.raises(JudgeError, match="does not support batches"):
         score(retrieval_frame(20), batch_judge(sim, model), tmp_path)
     assert sim.stats()["chat"] == 0
+    assert not list((tmp_path / "batches").glob("*.jsonl"))  # no batch file left behind
 
 
 def test_wait_false_returns_the_batch_id_and_the_same_call_collects(

@@ -179,23 +179,30 @@ class BatchExecutor:
             self.store.save(manifest)
             done.append(manifest)
 
-        for key, messages, shape in lines:
-            call = build_call_kwargs(shape, messages, self.mode)
-            del call["messages"]
-            data = client.encode(custom_id(key), messages, call)
-            if (
-                manifest is None
-                or len(manifest.keys) >= client.max_requests
-                or size + len(data) > limit
-            ):
-                close()
-                manifest = self.store.new(client.provider, client.api_base, judge.model, round_)
-                handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
-                handle.write(client.header)
-                size = len(client.header)
-            handle.write(data)
-            size += len(data)
-            manifest.keys.append(key)
+        try:
+            for key, messages, shape in lines:
+                call = build_call_kwargs(shape, messages, self.mode)
+                del call["messages"]
+                data = client.encode(custom_id(key), messages, call)
+                if (
+                    manifest is None
+                    or len(manifest.keys) >= client.max_requests
+                    or size + len(data) > limit
+                ):
+                    close()
+                    manifest = self.store.new(client.provider, client.api_base, judge.model, round_)
+                    handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
+                    handle.write(client.header)
+                    size = len(client.header)
+                handle.write(data)
+                size += len(data)
+                manifest.keys.append(key)
+        except BaseException:
+            # No half-written batch file outlives a failed write (full disk, Ctrl-C).
+            if handle is not None and manifest is not None:
+                handle.close()
+                self.store.drop_spool(manifest)
+            raise
         close()
         return done
 
@@ -250,8 +257,12 @@ class BatchExecutor:
             except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 transient = not isinstance(exc, BatchHTTPError) or exc.transient
                 if not transient or attempt >= self.judge.max_retries:
+                    m.state, m.reason = "failed", _reason(exc)
+                    self.store.save(m)
+                    self.store.drop_spool(m)
                     raise JudgeError(
-                        f"could not submit a batch to {self._where()}: {_reason(exc)}"
+                        f"the {self.client.provider} batch API refused a batch at "
+                        f"{self._where()}: {_reason(exc)}"
                     ) from None
                 attempt += 1
                 await asyncio.sleep(min(MAX_POLL, 0.5 * 2**attempt))
@@ -301,6 +312,7 @@ class BatchExecutor:
         if status.state == "failed":
             m.state, m.reason = "failed", status.reason
             self.store.save(m)
+            self.store.drop_spool(m)
             raise JudgeError(
                 f"the {self.client.provider} batch API rejected batch {m.batch_id} as a whole: "
                 f"{status.reason or 'no reason given'}"
