@@ -3,7 +3,8 @@
 Exit codes: 0 done; 2 a usage or input error (the message names the problem, and no
 destination is written); 1 the run finished with more failed rows than
 ``--max-failures``, or failed for another reason; 130 interrupted (run the same command
-again to resume).
+again to resume); 75 batches submitted with ``--batch --no-wait`` (run it again to
+collect them).
 
 The API key is never a flag (it would land in the shell history): the judge reads
 ``FRAMEKIT_API_KEY`` (or litellm's provider variables such as ``OPENAI_API_KEY``), or the
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit._errors import (
+    BatchPending,
     FramekitError,
     InputError,
     JudgeAuthenticationError,
@@ -119,6 +121,8 @@ def _judge(args: argparse.Namespace) -> Any:
         if not api_key:
             raise InputError(f"--api-key-env: environment variable {args.api_key_env} is not set")
     kwargs = {k: v for k, v in limits.items() if v is not None}
+    if args.batch and args.no_wait:
+        kwargs["wait"] = False
     return Judge(model, api_base=args.api_base, api_key=api_key, **kwargs)
 
 
@@ -376,6 +380,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="send through the provider's batch API: 50 %% price, answers within 24 h; "
         "Ctrl-C detaches and the same command resumes (see `framekit batches`)",
     )
+    ev.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --batch: submit and exit at once (code 75) naming the batch ids; "
+        "the same command collects the answers later",
+    )
     group = ev.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write a cache")
@@ -461,6 +471,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and its message says how many answers were saved.
         print(str(exc), file=sys.stderr)
         return 130
+    except BatchPending as exc:  # submitted, not failed: "try again later" (EX_TEMPFAIL)
+        print(f"framekit: {exc}", file=sys.stderr)
+        return 75
     except JudgeAuthenticationError as exc:
         print(
             f"framekit: error: the judge rejected the credentials: {exc} "

@@ -357,6 +357,10 @@ def test_command_line_batch_run_and_its_dry_run(
     ]  # fmt: skip
     assert main([*args, "--dry-run"]) == 0
     assert "80 requests at the batch API's 50 % price" in capsys.readouterr().out
+    sim.configure(batch_seconds=0.5)
+    assert main([*args, "-o", str(tmp_path / "scored.parquet"), "--no-wait"]) == 75
+    assert "batch_sim" in capsys.readouterr().err
+    assert not (tmp_path / "scored.parquet").exists()  # nothing half-written
     assert main([*args, "-o", str(tmp_path / "scored.parquet")]) == 0
     assert "80 answered by batch API at 50 % price" in capsys.readouterr().err
     scored = pl.read_parquet(tmp_path / "scored.parquet")
