@@ -366,3 +366,15 @@ def test_command_line_batch_run_and_its_dry_run(
     scored = pl.read_parquet(tmp_path / "scored.parquet")
     assert scored["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["chat"] == 0 and sim.stats()["batch"]["batches_created"] == 1
+
+
+def test_an_endpoint_rejecting_json_schema_gets_tool_calls_in_a_follow_up_batch(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    sim.configure(reject_response_format=True)
+    judge = batch_judge(sim)
+    out = score(retrieval_frame(200), judge, tmp_path)
+    assert out["retrieval_relevance_score"].null_count() == 0
+    assert judge.mode == "tool"  # as the direct path downgrades, for later runs too
+    assert sim.stats()["batch"]["batches_created"] == 2
+    assert sim.stats()["batch"]["lines_failed"] == 200

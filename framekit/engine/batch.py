@@ -182,8 +182,8 @@ class BatchExecutor:
         try:
             for key, messages, shape in lines:
                 call = build_call_kwargs(shape, messages, self.mode)
-                del call["messages"]
-                data = client.encode(custom_id(key), messages, call)
+                # Prompt mode adds its instruction to the messages; the others do not.
+                data = client.encode(custom_id(key), call.pop("messages"), call)
                 if (
                     manifest is None
                     or len(manifest.keys) >= client.max_requests
@@ -191,6 +191,7 @@ class BatchExecutor:
                 ):
                     close()
                     manifest = self.store.new(client.provider, client.api_base, judge.model, round_)
+                    manifest.mode = self.mode
                     handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
                     size = len(client.header)
@@ -218,7 +219,10 @@ class BatchExecutor:
             sources[source.local_id] = source
         for local_id, keys in by_source.items():
             wanted = set(keys)
-            for key, messages in self._spool_messages(sources[local_id], wanted):
+            source = sources[local_id]
+            for key, messages in self._spool_messages(source, wanted):
+                if source.mode == "prompt":  # written with its instruction: not twice
+                    messages = _without_instruction(messages, self.shapes[key])
                 yield key, messages + followups[key][1], self.shapes[key]
 
     def _spool_messages(
@@ -337,6 +341,9 @@ class BatchExecutor:
                 continue  # a duplicate, another run's key, or already settled
             seen.add(key)
             if line.error is not None:
+                if line.mode_rejected and self._downgrade(m.mode):
+                    followups[key] = (m, [])  # the endpoint's fault, not the request's
+                    continue
                 self._line_failed(key, m, line.error, line.retryable and not cancelled, followups)
                 continue
             cost = batch_price(self.judge.model, line.prompt_tokens, line.completion_tokens)
@@ -393,6 +400,16 @@ class BatchExecutor:
             self._settle(key, outcome)
         batch.clear()
         outcomes.clear()
+
+    def _downgrade(self, sent: str) -> bool:
+        """The endpoint rejected the mode ``sent``: use the next one (json_schema -> tool ->
+        prompt), for this run and the judge's later runs, as the direct path does."""
+        if sent == "prompt":
+            return False
+        if self.mode == sent:
+            self.mode = "tool" if sent == "json_schema" else "prompt"
+            self.judge.mode = self.mode  # type: ignore[assignment]
+        return True
 
     def _line_failed(
         self,
@@ -467,6 +484,11 @@ class BatchExecutor:
             self._bar = _StatusBar()
         assert m.batch_id is not None
         self._bar.update(m.batch_id, status)
+
+
+def _without_instruction(messages: list[dict[str, Any]], shape: ChatRequest) -> list[dict[str, Any]]:
+    instruction = build_call_kwargs(shape, [], "prompt")["messages"][-1]
+    return messages[:-1] if messages and messages[-1] == instruction else messages
 
 
 async def _all(coros: Iterable[Any]) -> list[Any]:

@@ -51,6 +51,8 @@ class Manifest:
     #: Requests carried; kept when ``keys`` is emptied after collection (every run
     #: reads the open manifests, so finished ones should be small).
     count: int = 0
+    #: The structured-output mode the lines were written in (json_schema, tool, prompt).
+    mode: str = "json_schema"
 
     @property
     def requests(self) -> int:

@@ -303,6 +303,10 @@ class BatchSim:
                 c["expired"] += 1
                 self.counts["lines_expired"] += 1
                 err.append(self._expired_line(batch, cid, number))
+            elif batch["kind"] == "openai" and _rejects_format(cfg, line["body"]):
+                c["failed"] += 1
+                self.counts["lines_failed"] += 1
+                err.append(self._format_rejected_line(cid, number))
             else:
                 c["completed"] += 1
                 out.append(self._answer_line(batch, line, number))
@@ -360,6 +364,13 @@ class BatchSim:
             + b"\n"
         )
 
+    def _format_rejected_line(self, cid: str, number: int) -> bytes:
+        message = "response_format json_schema is not supported by this model."
+        error = {"message": message, "type": "invalid_request_error", "param": "response_format"}
+        response = {"status_code": 400, "request_id": f"req_{number}", "body": {"error": error}}
+        row = {"id": f"batch_req_{number}", "custom_id": cid, "response": response, "error": None}
+        return json.dumps(row).encode() + b"\n"
+
     def _expired_line(self, batch: dict[str, Any], cid: str, number: int) -> bytes:
         if batch["kind"] == "anthropic":
             return json.dumps({"custom_id": cid, "result": {"type": "expired"}}).encode() + b"\n"
@@ -399,6 +410,16 @@ class BatchSim:
                 "failed": c["failed"] + c["expired"] if done else 0,
             },
         }
+
+
+def _rejects_format(cfg: Any, body: dict[str, Any]) -> bool:
+    """``reject_response_format`` applies to batch lines as to direct calls."""
+    response_format = body.get("response_format")
+    return bool(
+        cfg.reject_response_format
+        and isinstance(response_format, dict)
+        and response_format.get("type") == "json_schema"
+    )
 
 
 def _ok(value: Any) -> Reply:

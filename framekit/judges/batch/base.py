@@ -57,6 +57,8 @@ class LineResult:
     error: str | None = None
     #: Whether asking again can help (failed, expired, 5xx) or not (400).
     retryable: bool = True
+    #: The endpoint rejected the structured-output mode (``response_format``).
+    mode_rejected: bool = False
 
 
 class BatchHTTPError(JudgeError):

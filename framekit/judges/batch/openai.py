@@ -114,7 +114,8 @@ def read_line(line: bytes) -> LineResult:
         retryable = code in _RETRYABLE_CODES or status == 429 or status >= 500 or status == 0
         where = f"HTTP {status}" if status else str(code or "error")
         text = one_line(f"batch line failed: {where}: {message or code or 'no reason given'}", 200)
-        return LineResult(custom_id, error=text, retryable=retryable)
+        rejected = status == 400 and (body.get("error") or {}).get("param") == "response_format"
+        return LineResult(custom_id, error=text, retryable=retryable, mode_rejected=rejected)
     try:
         message = body["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):
