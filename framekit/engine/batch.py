@@ -486,7 +486,9 @@ class BatchExecutor:
         self._bar.update(m.batch_id, status)
 
 
-def _without_instruction(messages: list[dict[str, Any]], shape: ChatRequest) -> list[dict[str, Any]]:
+def _without_instruction(
+    messages: list[dict[str, Any]], shape: ChatRequest
+) -> list[dict[str, Any]]:
     instruction = build_call_kwargs(shape, [], "prompt")["messages"][-1]
     return messages[:-1] if messages and messages[-1] == instruction else messages
 
