@@ -80,6 +80,7 @@ def latency_bound(rows: int, processes: int, rpm: float | None = None) -> dict[s
             concurrency=64,
             processes=processes,
             rpm=rpm,
+            transport="litellm",  # this script tracks litellm; bench_transports.py compares
         )
         # Warm litellm's import, the worker processes and connections outside the timed window.
         timed_run(frame(64).with_columns(pl.col("question") + " warm"), judge, False)
@@ -115,7 +116,7 @@ def one_call_at_a_time(calls: int) -> dict[str, object]:
 
     from framekit.judges import _litellm
     from framekit.judges.base import ChatRequest
-    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.litellm_transport import call_litellm
     from framekit.judges.structured import build_call_kwargs
 
     _litellm.litellm()
@@ -197,7 +198,10 @@ def bare_client_ceiling(rows: int) -> dict[str, object]:
 
 def rate_bound(rows: int) -> dict[str, object]:
     with JudgeSimulator.subprocess(SimulatorConfig(rpm=3000, latency=0.05)) as sim:
-        judge = fk.Judge(MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64, rpm=3000)
+        judge = fk.Judge(
+            MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64, rpm=3000,
+            transport="litellm",
+        )
         # Import litellm outside the timed window, then let the server's bucket refill.
         timed_run(frame(5).with_columns(pl.col("question") + " warm"), judge, False)
         time.sleep(2.0)

@@ -28,30 +28,37 @@ _EXPORTS = {
     "Score": "framekit._score",
     "RunStats": "framekit.engine.stats",
     "last_run": "framekit.engine.stats",
-    "summarize": "framekit.report",
-    "compare": "framekit.report",
-    "write_html_report": "framekit.report",
+    "summarize": "framekit.analysis",
+    "compare": "framekit.analysis",
+    "write_html_report": "framekit.analysis",
+    "agreement": "framekit.analysis.agreement",
+    "calibrate": "framekit.analysis.calibrate",
+    "gate": "framekit.analysis.gate",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
     "RecordError": "framekit._errors",
     "JudgeError": "framekit._errors",
     "JudgeAuthenticationError": "framekit._errors",
+    "JudgeConfigurationError": "framekit._errors",
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
     "BatchPending": "framekit._errors",
 }
-_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report"}
+_SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
+# Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
+_MOVED = {"report": "framekit.analysis.report"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
-    from framekit import data, evaluators, io, plot, report, testing, traces
+    from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         BatchPending,
         FramekitError,
         InputError,
         JudgeAuthenticationError,
+        JudgeConfigurationError,
         JudgeError,
         LocalModelError,
         MappingError,
@@ -59,13 +66,16 @@ if TYPE_CHECKING:
         RunInterrupted,
     )
     from framekit._score import Score
+    from framekit.analysis import compare, report, summarize, write_html_report
+    from framekit.analysis.agreement import agreement
+    from framekit.analysis.calibrate import calibrate
+    from framekit.analysis.gate import gate
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe
     from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.litellm_judge import Judge
     from framekit.judges.local import LocalJudge
-    from framekit.report import compare, summarize, write_html_report
 
 
 def __getattr__(name: str) -> Any:
@@ -74,7 +84,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        module = import_module(f"framekit.{name}")
+        module = import_module(_MOVED.get(name, f"framekit.{name}"))
         globals()[name] = module
         return module
     raise AttributeError(f"module 'framekit' has no attribute {name!r}")

@@ -20,6 +20,13 @@ class MappingError(InputError):
     """A mapping names a missing column, or an evaluator lacks a required field."""
 
 
+class JudgeSpecError(InputError, TypeError):
+    """``judge=`` is neither a model string, ``"local"``, a judge object nor ``None``.
+
+    Also a ``TypeError``, which is what it was before it was an :class:`InputError`.
+    """
+
+
 class RecordError(FramekitError, ValueError):
     """One record cannot be evaluated (a null or empty field); recorded for that row only."""
 
@@ -42,6 +49,12 @@ class BatchPending(FramekitError):
         self.batch_ids = batch_ids
 
 
+class JudgeConfigurationError(InputError, JudgeError):
+    """The judge cannot work as configured (credentials missing or malformed, an
+    ``api_base`` the HTTP client refuses): raised before or at the first call, never
+    retried, and never mistaken for an outage."""
+
+
 class RunInterrupted(FramekitError, KeyboardInterrupt):
     """The run was interrupted; every response received so far is in the cache."""
 
@@ -55,7 +68,9 @@ __all__ = [
     "FramekitError",
     "InputError",
     "JudgeAuthenticationError",
+    "JudgeConfigurationError",
     "JudgeError",
+    "JudgeSpecError",
     "LocalModelError",
     "MappingError",
     "RecordError",

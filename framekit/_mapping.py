@@ -13,9 +13,9 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import MappingError
+from framekit._errors import InputError, MappingError
 from framekit._frames import clean_text
-from framekit.evaluators.base import FIELDS
+from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, FIELDS, canonical_fields
 from framekit.judges.structured import one_line
 
 MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
@@ -43,16 +43,26 @@ def resolve_mapping(
     """Resolve the fields in ``needed`` (others in the mapping are ignored)."""
     if mapping is None:
         mapping = {f: f for f in FIELDS if f in frame.columns}
+        # Columns named as other projects name the fields (user_query, ...) fill the rest.
+        for alias in COLUMN_ALIASES:
+            canonical = FIELD_ALIASES[alias]
+            if canonical not in mapping and alias in frame.columns:
+                mapping[canonical] = alias
     elif not isinstance(mapping, Mapping):
         raise MappingError(
             f"mapping must be a dict of field -> column, got {type(mapping).__name__}"
         )
-    unknown = [k for k in mapping if k not in FIELDS]
+    unknown = [k for k in mapping if k not in FIELDS and k not in FIELD_ALIASES]
     if unknown:
         raise MappingError(
             f"mapping key {unknown[0]!r} is not a field; fields are {', '.join(FIELDS)} "
-            f"(map a field to a column: {{'input': 'question'}})"
+            f"(aliases: {', '.join(FIELD_ALIASES)}; map a field to a column: "
+            "{'input': 'question'})"
         )
+    try:
+        mapping = canonical_fields(mapping, "mapping")
+    except InputError as exc:
+        raise MappingError(str(exc)) from None
     resolved = ResolvedFields({})
     for name, source in mapping.items():
         if name not in needed:

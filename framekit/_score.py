@@ -23,6 +23,8 @@ class Score:
     True
     >>> Score(name="coherence", value=None, error="judge refused").passed is None
     True
+    >>> s.score, s.reasoning  # read-only aliases, as Phoenix and Fiddler name them
+    (0.75, 'ok')
     """
 
     name: str
@@ -42,3 +44,13 @@ class Score:
         if self.direction == "minimize":
             return self.value <= self.threshold
         return self.value >= self.threshold
+
+    @property
+    def score(self) -> float | None:
+        """Alias of :attr:`value` (Phoenix's name for it); read-only."""
+        return self.value
+
+    @property
+    def reasoning(self) -> str | None:
+        """Alias of :attr:`explanation` (Fiddler's name for it); read-only."""
+        return self.explanation

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framekit import _cli_traces
+from framekit._cli_checks import unpaired_key
 from framekit._errors import (
     BatchPending,
     FramekitError,
@@ -27,20 +29,10 @@ from framekit._errors import (
     JudgeAuthenticationError,
     RunInterrupted,
 )
+from framekit._paths import check_writable
 
 if TYPE_CHECKING:
     import polars as pl
-
-    from framekit.evaluators.base import Evaluator
-
-#: ``-e`` names of the built-in evaluators -> their class in ``framekit.evaluators``.
-BUILTIN_EVALUATORS = {
-    "response_relevance": "ResponseRelevance",
-    "coherence": "Coherence",
-    "answer_relevancy": "AnswerRelevancy",
-    "context_relevance": "ContextRelevance",
-    "retrieval_relevance": "RetrievalRelevance",
-}
 
 _ENV_HELP = """\
 environment:
@@ -58,32 +50,6 @@ examples:
       -o dense.parquet -e retrieval_relevance --map input=question --map context=docs
   framekit evaluate runs.parquet -e coherence --map output=answer --dry-run
 """
-
-
-def evaluator_by_name(name: str) -> Evaluator:
-    """A default-configured built-in evaluator from its ``-e`` name.
-
-    Examples
-    --------
-    >>> evaluator_by_name("retrieval_relevance").name
-    'retrieval_relevance'
-    """
-    import framekit.evaluators as evaluators
-
-    key = name.strip().lower().replace("-", "_")
-    if key not in BUILTIN_EVALUATORS:
-        raise InputError(f"unknown evaluator {name!r}; choose from {', '.join(BUILTIN_EVALUATORS)}")
-    cls = getattr(evaluators, BUILTIN_EVALUATORS[key], None)
-    if cls is None:
-        raise InputError(f"evaluator {name!r} is not available in this version of framekit")
-    return cls()  # type: ignore[no-any-return]
-
-
-def _evaluators(values: Sequence[str]) -> list[Evaluator]:
-    names = [n for value in values for n in value.split(",") if n.strip()]
-    if not names:
-        raise InputError("no evaluator given; use -e, e.g. -e response_relevance,coherence")
-    return [evaluator_by_name(n) for n in names]
 
 
 def _mapping(values: Sequence[str] | None) -> dict[str, str] | None:
@@ -130,11 +96,31 @@ def _cache(args: argparse.Namespace) -> Any:
     return False if args.no_cache else args.cache
 
 
+def _evaluators(names: Sequence[str]) -> list[Any]:
+    from framekit.evaluators.registry import evaluators_by_names
+
+    return evaluators_by_names(names)
+
+
+class _SharedOptions:
+    """How every scoring command reads the options they share (handed to sub-modules,
+    which never import this module back)."""
+
+    evaluators = staticmethod(_evaluators)
+    mapping = staticmethod(_mapping)
+    judge = staticmethod(_judge)
+    cache = staticmethod(_cache)
+
+
 # --------------------------------------------------------------------------- evaluate
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
+    from framekit.evaluators.registry import evaluators_by_names
+
+    if args.traces is not None:
+        return _cli_traces.run_traces(args, _SharedOptions)
 
     if not args.input and args.sql is None:
         raise InputError("give an input Parquet file (or glob), or --sql QUERY")
@@ -142,7 +128,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise InputError("give the destination with -o OUT (or use --dry-run)")
     if args.max_failures is not None and args.max_failures < 0:
         raise InputError("--max-failures must be >= 0")
-    evaluators = _evaluators(args.evaluators or [])
+    if args.output is not None and not args.dry_run:
+        check_writable(args.output, "-o", missing_dirs=True)  # before any paid work
+    evaluators = evaluators_by_names(args.evaluators or [])
     mapping = _mapping(args.map)
     judge = _judge(args)
     cache = _cache(args)
@@ -160,14 +148,14 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         source = io.resolve_sources(args.input)
 
     if args.dry_run:
-        from framekit.engine.dryrun import plan_parquet
-
-        plan = plan_parquet(
+        plan = io.plan_parquet(
             source, evaluators, mapping, judge=judge, cache=cache, slice_rows=args.slice_rows
         )
         print(plan.describe())
         return 0
 
+    # Ray's settings go only where asked for (framekit.ray.evaluate_parquet takes them).
+    on_ray = {"engine": "ray", "address": args.address, "workers": args.workers}
     run = io.evaluate_parquet(
         source,
         args.output,
@@ -179,6 +167,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         details=args.details,
         overwrite=args.overwrite,
         slice_rows=args.slice_rows,
+        **(on_ray if args.engine == "ray" else {}),
     )
     if args.quiet:
         print(run.summary(), file=sys.stderr)
@@ -197,64 +186,39 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 def _read_scored(path: str, extra: Sequence[str] = ()) -> pl.DataFrame:
     """The result columns of a scored file (plus ``extra``), not its input columns."""
+    from framekit import _result_columns as contract
     from framekit import io
     from framekit.io._sources import _schema_of
 
     files = io.resolve_sources(path)
     schema = _schema_of(files)
-    names = [c[: -len("_score")] for c in schema if c.endswith("_score")]
-    names = [n for n in names if f"{n}_error" in schema]
+    names = contract.evaluator_names(list(schema))
     if not names:
         raise InputError(f"{path!r} has no framekit result columns (<name>_score, <name>_error)")
     missing = [c for c in extra if c not in schema]
     if missing:
         raise InputError(f"{path!r} has no column {missing[0]!r}; columns: {', '.join(schema)}")
-    kinds = ("_score", "_label", "_passed", "_error", "_tokens", "_cost_usd")
-    wanted = set(extra) | {n + k for n in names for k in kinds}
+    wanted = set(extra) | {contract.column(n, k) for n in names for k in contract.SUMMARY_KINDS}
     return io.scan_sources(files).select([c for c in schema if c in wanted]).collect()
 
 
-def format_table(frame: pl.DataFrame) -> str:
-    """A compact text table for a terminal (floats to 3 decimals, label counts inline)."""
-    import polars as pl
-
-    shown = frame
-    if "label_counts" in frame.columns:
-        text = frame["label_counts"].map_elements(
-            lambda counts: ", ".join(f"{c['label']}: {c['count']}" for c in counts),
-            return_dtype=pl.String,
-            skip_nulls=True,
-        )
-        shown = frame.with_columns(text.alias("labels"))
-        shown = shown.drop("label_counts")
-    with pl.Config(
-        tbl_rows=-1,
-        tbl_cols=-1,
-        float_precision=3,
-        tbl_hide_dataframe_shape=True,
-        tbl_hide_column_data_types=True,
-        tbl_formatting="ASCII_MARKDOWN",
-        fmt_str_lengths=60,
-        tbl_width_chars=200,
-    ):
-        return str(shown)
-
-
 def _cmd_report(args: argparse.Namespace) -> int:
-    from framekit import report
+    from framekit import analysis
 
+    if args.html:
+        check_writable(args.html, "--html")  # before the summary, not after it
     extra = [args.by] if args.by else []
     frame = _read_scored(args.scored, extra)
     print(f"{frame.height} rows in {args.scored}\n")
-    print(format_table(report.summarize(frame)))
+    print(analysis.format_table(analysis.summarize(frame)))
     if args.by:
         print(f"\nby {args.by}:\n")
-        print(format_table(report.summarize(frame, by=args.by)))
+        print(analysis.format_table(analysis.summarize(frame, by=args.by)))
     if args.html:
-        path = report.write_html_report(frame, args.html, by=args.by)
+        path = analysis.write_html_report(frame, args.html, by=args.by)
         print(f"\nwrote {path}")
     if args.png:
-        from framekit import plot
+        from framekit.analysis import plot
 
         out = Path(args.png)
         out.mkdir(parents=True, exist_ok=True)
@@ -265,11 +229,12 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from framekit import report
+    from framekit import analysis
 
     extra = [args.by] + ([args.on] if args.on else [])
     frame = _read_scored(args.scored, extra)
-    comparison = report.compare(frame, by=args.by, on=args.on, test=args.test)
+    comparison = analysis.compare(frame, by=args.by, on=args.on, test=args.test)
+    unpaired_key(comparison, args.on, args.by)
     # The full table is wide; the terminal gets the columns a decision needs.
     brief = [
         "evaluator",
@@ -285,9 +250,9 @@ def _cmd_compare(args: argparse.Namespace) -> int:
         "p_adjusted",
         "winner",
     ]
-    print(format_table(comparison.select([c for c in brief if c in comparison.columns])))
+    print(analysis.format_table(comparison.select([c for c in brief if c in comparison.columns])))
     print()
-    print(report.describe_comparison(comparison))
+    print(analysis.describe_comparison(comparison))
     return 0
 
 
@@ -313,6 +278,12 @@ def _positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
     return value
+
+
+def _builtin_names() -> list[str]:
+    from framekit.evaluators.registry import BUILTIN_EVALUATORS
+
+    return list(BUILTIN_EVALUATORS)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -346,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--evaluators",
         action="append",
         metavar="NAMES",
-        help=f"comma-separated evaluators: {', '.join(BUILTIN_EVALUATORS)}",
+        help=f"comma-separated evaluators: {', '.join(_builtin_names())}",
     )
     ev.add_argument(
         "--map",
@@ -419,6 +390,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace result columns that already exist in the input",
     )
     ev.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _cli_traces.add_trace_arguments(ev)
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="score in this process, or on Ray workers under one shared rate limit "
+        "(needs framekit[ray])",
+    )
+    ev.add_argument("--address", metavar="ADDR", help="Ray cluster to use with --engine ray")
+    ev.add_argument("--workers", type=_positive_int, help="Ray workers with --engine ray")
     ev.set_defaults(handler=_cmd_evaluate)
 
     rep = sub.add_parser(
@@ -454,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
     demo.set_defaults(handler=_cmd_demo)
+    _cli_traces.add_export_command(sub)
+
+    from framekit import cli_gate
+
+    cli_gate.add_parser(sub)
+
     from framekit.cli_batches import add_parser as add_batches_parser
 
     add_batches_parser(sub)

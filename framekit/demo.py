@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from framekit.evaluators.registry import available_evaluators
 from framekit.judges.base import JudgeLike
 
 if TYPE_CHECKING:
@@ -46,20 +47,6 @@ class DemoResult:
     evaluators: list[str]
     missing: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
-
-
-def available_evaluators() -> tuple[list[Evaluator], list[str]]:
-    """The built-in evaluators this installation has, and the names of those it lacks."""
-    from framekit._errors import InputError
-    from framekit.cli import BUILTIN_EVALUATORS, evaluator_by_name
-
-    found, missing = [], []
-    for name in BUILTIN_EVALUATORS:
-        try:
-            found.append(evaluator_by_name(name))
-        except InputError:
-            missing.append(name)
-    return found, missing
 
 
 def run_demo(
@@ -100,8 +87,7 @@ def run_demo(
     """
     import polars as pl
 
-    from framekit import report
-    from framekit.cli import format_table
+    from framekit.analysis import format_table, report
     from framekit.data import load_sample
     from framekit.frame import evaluate_dataframe
 
@@ -155,7 +141,7 @@ def run_demo(
 
 def _explain_failures(scored: pl.DataFrame, evaluators: list[Evaluator], say: Any) -> None:
     """Name the most common error, so a broken setup is not mistaken for bad scores."""
-    from framekit import report
+    from framekit.analysis import report
 
     errors = report.failures(scored, evaluators=[ev.name for ev in evaluators])
     if errors.height:
@@ -168,7 +154,7 @@ def _explain_failures(scored: pl.DataFrame, evaluators: list[Evaluator], say: An
 
 def _charts(scored: pl.DataFrame, out: Path, say: Any) -> list[Path]:
     try:
-        from framekit import plot
+        from framekit.analysis import plot
 
         return [
             plot.save(plot.means(scored, by="strategy"), out / "scores_by_strategy.png"),

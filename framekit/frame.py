@@ -15,28 +15,16 @@ from framekit._budget import fit_to_context
 from framekit._errors import FramekitError, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
 from framekit._mapping import MappingValue, resolve_mapping
+from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
+from framekit._result_columns import result_columns as _contract_columns
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
 from framekit.engine.planner import Job, ProgressFn, RecordResult, run_jobs
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.base import JudgeLike
 
 OnError = Literal["record", "raise"]
-
-RESULT_COLUMNS: dict[str, pl.DataType] = {
-    "score": pl.Float64(),
-    "label": pl.String(),
-    "explanation": pl.String(),
-    "passed": pl.Boolean(),
-    "error": pl.String(),
-}
-DETAIL_COLUMNS: dict[str, pl.DataType] = {
-    "tokens": pl.Int64(),
-    "cost_usd": pl.Float64(),
-    "cached": pl.Boolean(),
-    "latency_s": pl.Float64(),
-}
-
 
 class EvaluationFailed(FramekitError):
     """``on_error="raise"`` and at least one row failed; ``.frame`` holds every result."""
@@ -48,63 +36,7 @@ class EvaluationFailed(FramekitError):
 
 def result_columns(evaluators: Sequence[Evaluator], details: bool = False) -> list[str]:
     """Names of the columns ``evaluate_dataframe`` appends, in order."""
-    kinds = list(RESULT_COLUMNS) + (list(DETAIL_COLUMNS) if details else [])
-    return [f"{ev.name}_{kind}" for ev in evaluators for kind in kinds]
-
-
-def _check_evaluators(evaluators: Any) -> list[Evaluator]:
-    if isinstance(evaluators, Evaluator):
-        evaluators = [evaluators]
-    evaluators = list(evaluators or [])
-    if not evaluators:
-        raise InputError("evaluators is empty: pass at least one evaluator")
-    for ev in evaluators:
-        if not isinstance(ev, Evaluator):
-            raise InputError(
-                f"{ev!r} is not an evaluator; pass instances such as RetrievalRelevance()"
-            )
-    names = [ev.name for ev in evaluators]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise InputError(f"two evaluators are named {dupes[0]!r}; give one a different name=...")
-    return evaluators
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _hashable(v)) for k, v in value.items())
-    return value
-
-
-def _distinct_records(
-    columns: dict[str, pl.Series], names: list[str], height: int
-) -> tuple[list[dict[str, Any]], list[int], list[int]]:
-    """Collapse identical rows: (records, row -> record index, rows per record)."""
-    if not names:  # an evaluator reading no field: every row is the same record
-        return ([{}], [0] * height, [height]) if height else ([], [], [])
-    series = [columns[n] for n in names]
-    nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
-    lists = [s.to_list() for s in series]
-    index: dict[Any, int] = {}
-    key: Any
-    records: list[dict[str, Any]] = []
-    weights: list[int] = []
-    inverse: list[int] = []
-    for row in zip(*lists):
-        key = tuple(_hashable(v) if n else v for v, n in zip(row, nested)) if any(nested) else row
-        try:
-            r = index.get(key)
-        except TypeError:  # an unhashable value from a callable mapping: keep the row apart
-            r, key = None, object()
-        if r is None:
-            r = index[key] = len(records)
-            records.append(dict(zip(names, row)))
-            weights.append(0)
-        weights[r] += 1
-        inverse.append(r)
-    return records, inverse, weights
+    return _contract_columns(evaluators, details)
 
 
 def _build_columns(
@@ -116,7 +48,8 @@ def _build_columns(
 ) -> list[pl.Series]:
     take = pl.Series("idx", inverse, dtype=pl.UInt32)
 
-    def col(kind: str, values: list[Any], dtype: pl.DataType) -> pl.Series:
+    def col(kind: str, values: list[Any]) -> pl.Series:
+        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS[kind]
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
     scores = [r.value for r in results]
@@ -125,19 +58,19 @@ def _build_columns(
         if results[i].value is not None:
             explanations[i] = f"{explanations[i]} {note}" if explanations[i] else note
     out = [
-        col("score", scores, pl.Float64()),
-        col("label", [r.label for r in results], pl.String()),
-        col("explanation", explanations, pl.String()),
+        col("score", scores),
+        col("label", [r.label for r in results]),
+        col("explanation", explanations),
     ]
     passed = out[0] >= ev.threshold if ev.direction == "maximize" else out[0] <= ev.threshold
     out.append(passed.alias(f"{ev.name}_passed"))
-    out.append(col("error", [r.error for r in results], pl.String()))
+    out.append(col("error", [r.error for r in results]))
     if details:
         out += [
-            col("tokens", [r.tokens for r in results], pl.Int64()),
-            col("cost_usd", [r.cost_usd for r in results], pl.Float64()),
-            col("cached", [r.cached for r in results], pl.Boolean()),
-            col("latency_s", [r.latency_s for r in results], pl.Float64()),
+            col("tokens", [r.tokens for r in results]),
+            col("cost_usd", [r.cost_usd for r in results]),
+            col("cached", [r.cached for r in results]),
+            col("latency_s", [r.latency_s for r in results]),
         ]
     return out
 
@@ -156,7 +89,7 @@ async def aevaluate_dataframe(
 ) -> Any:
     """Awaitable :func:`evaluate_dataframe` (same parameters and result)."""
     started = time.perf_counter()
-    evs = _check_evaluators(evaluators)
+    evs = check_evaluators(evaluators)
     if on_error not in ("record", "raise"):
         raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
     frame_in: FrameIn = to_polars(df)
@@ -173,19 +106,11 @@ async def aevaluate_dataframe(
     fields = resolve_mapping(base, mapping, needed)
     for ev in evs:
         ev.check_fields(fields.available, base.columns)
-    judges: dict[Any, Any] = {}
-
-    def judge_for(ev: Evaluator) -> Any:
-        spec = ev.judge if ev.judge is not None else judge
-        key = spec if isinstance(spec, str) or spec is None else id(spec)
-        if key not in judges:
-            judges[key] = resolve_judge(spec)
-        return judges[key]
-
+    judge_for = JudgeResolver(judge)
     jobs, inverses, notes = [], [], []
     for ev in evs:
         names = [f for f in ev.fields if f in fields.available]
-        records, inverse, weights = _distinct_records(fields.columns, names, base.height)
+        records, inverse, weights = distinct_records(fields.columns, names, base.height)
         judge_of_ev = judge_for(ev)
         notes.append(await fit_to_context(records, judge_of_ev))
         jobs.append(Job(ev, judge_of_ev, records, weights))

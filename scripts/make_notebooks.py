@@ -32,8 +32,9 @@ SCORE_TRACES = [
     new_markdown_cell(
         "# Score logged traces\n\n"
         "Load an OpenInference span export (as Phoenix or an OpenTelemetry exporter writes "
-        "it), score each conversation's last turn, inspect the failures with polars, and "
-        "query the results with DuckDB."
+        "it; OpenTelemetry GenAI `gen_ai.*` spans load the same way), score each "
+        "conversation's last turn, inspect the failures with polars, query the results "
+        "with DuckDB, and write the scores back as span annotations."
     ),
     new_code_cell(SETUP),
     new_markdown_cell(
@@ -102,6 +103,31 @@ SCORE_TRACES = [
         '    """\n'
         ").pl()"
     ),
+    new_markdown_cell(
+        "## Write the scores back where the traces live\n\n"
+        "`fk.traces.to_annotations` gives Phoenix's span-annotation shape, one row per "
+        "(span, evaluator); failed rows are left out and counted. With a Phoenix server "
+        "running, `fk.traces.log_to_phoenix(scored, endpoint=...)` sends them (in chunks, "
+        "with retries) and they show next to each span."
+    ),
+    new_code_cell(
+        "annotations = fk.traces.to_annotations(scored)\n"
+        'annotations.select("span_id", "name", "label", "score").head(4)'
+    ),
+    new_markdown_cell(
+        "For OpenTelemetry back ends, `to_otel_events` writes one `gen_ai.evaluation.result` "
+        "event per score, parented to its span (`traceId`, `spanId`), as OTLP/JSON; with "
+        "`endpoint=` it exports them with the OpenTelemetry SDK instead."
+    ),
+    new_code_cell(
+        "import json\n\n"
+        'result = fk.traces.to_otel_events(retrieval, "evaluation_events.jsonl")\n'
+        "print(result)\n"
+        'request = json.loads(open("evaluation_events.jsonl").readline())\n'
+        'event = request["resourceLogs"][0]["scopeLogs"][0]["logRecords"][0]\n'
+        '{"eventName": event["eventName"], "spanId": event["spanId"],\n'
+        ' **{a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}}'
+    ),
 ]
 
 COMPARE_RETRIEVAL = [
@@ -147,6 +173,97 @@ COMPARE_RETRIEVAL = [
     ),
 ]
 
+JUDGE_AGREEMENT = [
+    new_markdown_cell(
+        "# How far can you trust the judge?\n\n"
+        "Score a labelled sample, measure how the judge agrees with people (kappa, weighted "
+        "kappa, Spearman, with bootstrap intervals), calibrate the pass mark on the labels, "
+        "and turn the scores into a pass/fail gate for CI."
+    ),
+    new_code_cell(SETUP),
+    new_markdown_cell(
+        "## A labelled sample\n\n60 answers from the bundled sample, with labels standing in "
+        "for an annotator's: `human_relevance` on ResponseRelevance's five levels, "
+        "`human_retrieval` on RetrievalRelevance's two, `human_coherent` as a boolean."
+    ),
+    new_code_cell(
+        "from framekit.data import load_labelled_sample\n\n"
+        "labelled = load_labelled_sample()\n"
+        'labelled.group_by("human_relevance").len().sort("len", descending=True)'
+    ),
+    new_markdown_cell("## Score it"),
+    new_code_cell(
+        "from framekit.evaluators import Coherence, ResponseRelevance, RetrievalRelevance\n\n"
+        "evaluators = [ResponseRelevance(), RetrievalRelevance(), Coherence()]\n"
+        'mapping = {"input": "question", "output": "answer", "context": "documents"}\n'
+        "scored = fk.evaluate_dataframe(labelled, evaluators, mapping, judge=JUDGE, cache=CACHE)\n"
+        'scored.select("human_relevance", "response_relevance_label", "human_retrieval", '
+        '"retrieval_relevance_label").head()'
+    ),
+    new_markdown_cell(
+        "## Agreement with people\n\nOne row per evaluator. Labels are read on the "
+        "evaluator's rubric (`rubric=` supplies the labels the judge never chose); a boolean "
+        "human column is compared with `_passed`. Every figure has a 95 % bootstrap interval."
+    ),
+    new_code_cell(
+        "agreement = pl.concat(\n"
+        "    [\n"
+        '        fk.agreement(scored, human="human_relevance", evaluators="response_relevance",\n'
+        "                     rubric=ResponseRelevance()),\n"
+        '        fk.agreement(scored, human="human_retrieval", evaluators="retrieval_relevance",\n'
+        "                     rubric=RetrievalRelevance()),\n"
+        '        fk.agreement(scored, human="human_coherent", evaluators="coherence"),\n'
+        "    ],\n"
+        '    how="diagonal",\n'
+        ")\n"
+        'agreement.select("evaluator", "n", "accuracy", "kappa", "kappa_ci_low", "kappa_ci_high",\n'
+        '                 "weighted_kappa", "spearman", "spearman_ci_low", "spearman_ci_high")'
+    ),
+    new_markdown_cell(
+        "The confusion matrix shows *how* the judge disagrees; the calibration panel shows "
+        "what people said about the rows at each judge score (on the diagonal: calibrated)."
+    ),
+    new_code_cell(
+        'fk.plot.agreement(scored, "human_relevance", "response_relevance", rubric=ResponseRelevance())'
+    ),
+    new_markdown_cell(
+        "## Calibrate the pass mark\n\nPeople count the upper half of the rubric as a pass. "
+        "`fk.calibrate` tries every score as a threshold and keeps the best F1 (or the most "
+        'recall at a precision you name: `target=("precision", 0.9)`).'
+    ),
+    new_code_cell(
+        "calibration = fk.calibrate(scored, human=\"human_relevance\", evaluator=\"response_relevance\",\n"
+        "                           rubric=ResponseRelevance())\n"
+        "print(calibration)\n"
+        "calibration.table"
+    ),
+    new_code_cell(
+        "# The evaluator takes the calibrated threshold; re-scoring is answered from the cache.\n"
+        "calibrated = fk.evaluate_dataframe(\n"
+        "    labelled, [ResponseRelevance(threshold=calibration.threshold)], mapping,\n"
+        "    judge=JUDGE, cache=CACHE,\n"
+        ")\n"
+        'calibrated["response_relevance_passed"].mean(), labelled["human_relevance"].is_in(\n'
+        '    ["Completely Yes", "Generally Yes", "Neutral/Mixed"]).mean()'
+    ),
+    new_markdown_cell(
+        "## Gate\n\n`fk.gate` turns a scored frame into one decision; a failed row counts "
+        "against the pass rate. In CI the same check is a command that exits 1 below the "
+        "bar: `framekit gate scored.parquet --min-pass-rate response_relevance=0.5`."
+    ),
+    new_code_cell(
+        "result = fk.gate(calibrated, min_pass_rate={\"response_relevance\": 0.5})\n"
+        "print(result.describe())\n"
+        "result.table"
+    ),
+    new_code_cell(
+        "from framekit.cli import main as framekit_cli\n\n"
+        'calibrated.write_parquet("scored.parquet")\n'
+        'exit_code = framekit_cli(["gate", "scored.parquet", "--min-pass-rate", "response_relevance=0.9"])\n'
+        'print("exit code", exit_code)'
+    ),
+]
+
 
 def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
     notebook = new_notebook(cells=cells)
@@ -160,7 +277,8 @@ def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
 
 
 def main() -> None:
-    for name, cells in (("01_score_traces.ipynb", SCORE_TRACES), ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL)):
+    for name, cells in (("01_score_traces.ipynb", SCORE_TRACES), ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
+                        ("03_judge_agreement.ipynb", JUDGE_AGREEMENT)):
         print(write(name, cells))
 
 

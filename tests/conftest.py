@@ -18,3 +18,13 @@ pytest_plugins = ["framekit.testing.pytest_plugin"]
 def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test writes to the user's real cache directory."""
     monkeypatch.setenv("FRAMEKIT_CACHE_DIR", str(tmp_path_factory.mktemp("default-cache")))
+
+
+@pytest.fixture(params=["http", "litellm"])
+def transport(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test once per judge transport: ``sim_judge`` builds judges with it, so the
+    fault matrix holds on both and the two cannot drift."""
+    from tests import helpers
+
+    monkeypatch.setattr(helpers, "TRANSPORT", request.param)
+    return str(request.param)

@@ -10,11 +10,16 @@ import framekit as fk
 from framekit.testing import JudgeSimulator
 
 API_KEY = "sk-framekit-test-SECRET-0123456789"
+#: The transport ``sim_judge`` builds judges with; the ``transport`` fixture (conftest.py)
+#: sets it so a whole module runs once per transport.
+TRANSPORT = "auto"
 
 
 def sim_judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
-    """A litellm judge pointed at the simulator (the key is a canary for leak checks)."""
+    """A judge pointed at the simulator (the key is a canary for leak checks)."""
     options.setdefault("api_key", API_KEY)
+    if options.get("processes", 1) == 1:
+        options.setdefault("transport", TRANSPORT)
     return fk.Judge("openai/sim-judge", api_base=sim.api_base, **options)
 
 

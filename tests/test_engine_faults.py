@@ -15,7 +15,11 @@ import pytest
 
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
+from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
+
+# Every test here runs on both judge transports (see the ``transport`` fixture).
+pytestmark = pytest.mark.usefixtures("transport")
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,8 +146,9 @@ KILL_SCRIPT = textwrap.dedent(
     from framekit.evaluators import RetrievalRelevance
     from tests.helpers import MAPPING, retrieval_frame
 
-    api_base, cache = sys.argv[1], sys.argv[2]
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key="sk-x", concurrency=8)
+    api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key="sk-x", concurrency=8,
+                     transport=transport)
     fk.evaluate_dataframe(retrieval_frame(200), [RetrievalRelevance()], MAPPING,
                           judge=judge, cache=cache, progress=False)
     """
@@ -154,7 +159,7 @@ def test_sigkill_halfway_then_rerun_pays_at_most_in_flight_twice(simulator_facto
     sim = simulator_factory(latency=0.02)
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, sim.api_base, str(cache)], cwd=ROOT, env=env)
+    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT], cwd=ROOT, env=env)
     deadline = time.monotonic() + 60
     while sim.stats()["by_status"].get(200, 0) < 100:
         assert proc.poll() is None, "the run finished before it could be killed"

@@ -49,7 +49,7 @@ def test_relevant_answer_scores_above_off_topic_with_api_embeddings(judge_simula
 
 
 def test_relevant_answer_scores_above_off_topic_with_the_offline_embedder(judge_simulator):
-    pytest.importorskip("framekit.judges.embedder")
+    pytest.importorskip("framekit.judges.local.embedder")
     ev = AnswerRelevancy()  # embedding_model=None: the offline embedder
     judge = sim_judge(judge_simulator)
     try:
@@ -65,7 +65,7 @@ def test_relevant_answer_scores_above_off_topic_with_the_offline_embedder(judge_
     assert "all-MiniLM-L6-v2" in relevant.explanation
 
 
-def test_strict_mode_sets_noncommittal_and_other_question_answers_to_zero(judge_simulator):
+def test_strict_mode_zeroes_answers_to_another_question_not_noncommittal_ones(judge_simulator):
     judge = sim_judge(judge_simulator)
     hedge = "I am not sure, Paris may be the capital of France. @sim(noncommittal=true)"
     lenient = AnswerRelevancy(embedding_model=EMBED).score(input=QUESTION, output=hedge, judge=judge, cache=False)
@@ -73,22 +73,32 @@ def test_strict_mode_sets_noncommittal_and_other_question_answers_to_zero(judge_
         input=QUESTION, output=hedge, judge=judge, cache=False
     )
     assert lenient.label == strict.label == "noncommittal"
-    assert lenient.value > 0.5  # reported, not applied, without strict mode
-    assert strict.value == 0.0 and strict.passed is False
-    assert "strict mode sets the score to 0" in strict.explanation
+    # The source's strict mode penalises another question only: noncommittal is reported.
+    assert lenient.value > 0.5 and strict.value == lenient.value
+    assert "noncommittal, which is reported but does not change the score" in strict.explanation
+    # Template v0 zeroed it in strict mode, and still does when asked for.
+    v0 = AnswerRelevancy(embedding_model=EMBED, strict_mode=True, version="v0").score(
+        input=QUESTION, output=hedge, judge=judge, cache=False
+    )
+    assert (v0.value, v0.passed, v0.label) == (0.0, False, "noncommittal")
+    assert "strict mode (template v0) sets the score to 0" in v0.explanation
 
     other = "Paris is the capital of France. @sim(different_question=true)"
     strict_other = AnswerRelevancy(embedding_model=EMBED, strict_mode=True).score(
         input=QUESTION, output=other, judge=judge, cache=False
     )
     assert (strict_other.value, strict_other.label) == (0.0, "different question")
+    # The reason is a sentence first, as the source's `reason` is; the numbers follow.
+    assert strict_other.explanation.startswith(
+        "The score is 0.00 because the response answers a different question"
+    )
     committed = AnswerRelevancy(embedding_model=EMBED, strict_mode=True).score(
         input=QUESTION, output=RELEVANT, judge=judge, cache=False
     )
     assert committed.label == "committal" and committed.value > 0.7
 
     # Strict mode shows the request (for the flag) and asks for it in the schema.
-    bodies = [r for r in judge_simulator.requests if "messages" in r]
+    bodies = [r for r in judge_simulator.requests if "messages" in r and r["messages"][0]["content"].startswith("You read")]
     strict_body = bodies[-1]
     assert QUESTION in strict_body["messages"][1]["content"]
     schema = strict_body["response_format"]["json_schema"]["schema"]
@@ -127,5 +137,7 @@ def test_empty_fields_raise_without_a_call_and_options_are_checked(judge_simulat
 def test_describe_names_the_method_threshold_and_embeddings():
     text = AnswerRelevancy(embedding_model=EMBED, strict_mode=True).describe()
     assert "mean cosine similarity of 3 regenerated questions" in text
-    assert ">= 0.7" in text and EMBED in text and "version=v0" in text
-    assert "strict mode: 0 for noncommittal answers" in text
+    assert ">= 0.7" in text and EMBED in text and "version=v1" in text
+    assert "strict mode: 0 for answers to a different question" in text
+    v0 = AnswerRelevancy(embedding_model=EMBED, strict_mode=True, version="v0").describe()
+    assert "strict mode: 0 for noncommittal answers and answers to a different question" in v0

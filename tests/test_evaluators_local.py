@@ -19,7 +19,7 @@ from framekit.evaluators import (
 )
 from framekit.judges.local import LocalJudge
 
-lm = pytest.importorskip("framekit.judges.local_methods")
+lm = pytest.importorskip("framekit.judges.local.methods")
 
 
 class PlantedEmbedder:
@@ -95,26 +95,39 @@ def test_answer_relevancy_direct_comparison_puts_the_relevance_cut_at_the_pass_m
     assert "direct comparison" in above.explanation and f"{cut:.3f}" in above.explanation
 
 
-def test_coherence_single_sentence_has_nothing_to_contradict(tmp_path):
+def test_coherence_single_sentence_has_nothing_to_stray_from(tmp_path):
     score = Coherence().score(output="Hello there.", judge=planted_judge(), cache=tmp_path)
-    assert score.label == "Completely Yes" and "nothing to contradict" in score.explanation
+    assert score.label == "Completely Yes" and "nothing to stray from" in score.explanation
+    assert "similarity proxy" in score.explanation and "SummEval" in score.explanation
 
 
-def test_coherence_uses_consecutive_sentences_and_the_previous_turn(tmp_path):
-    # "q"-like sentences all embed to e1 (continuity 1.0); a planted sentence breaks it.
+def test_coherence_falls_with_a_sentence_off_topic_and_with_repetition(tmp_path):
+    # "q"-like sentences all embed to e1 (focus 1.0); a planted sentence pulls focus down.
     judge = planted_judge()
     smooth = Coherence().score(output="First point. Second point. Third point.", judge=judge, cache=tmp_path)
     assert smooth.label == "Completely Yes"
-    assert "2 consecutive sentence pair(s) of 3 sentence(s)" in smooth.explanation
-    jumpy = Coherence().score(
-        input="Tell me.", output="First point.\na@-0.5\nThird point.", judge=judge, cache=tmp_path
+    assert "focus 1.000, repeated trigrams 0.000" in smooth.explanation
+    jumpy = Coherence().score(output="First point.\na@-0.5\nThird point.", judge=judge, cache=tmp_path)
+    looping = Coherence().score(
+        output="It is good. It is good. It is good. It is good.", judge=judge, cache=tmp_path
     )
-    assert "3 consecutive sentence pair(s)" in jumpy.explanation and "previous turn" in jumpy.explanation
-    assert jumpy.value is not None and smooth.value is not None and jumpy.value < smooth.value
+    assert "repeated trigrams 0.700" in looping.explanation  # 3 distinct of 10
+    for worse in (jumpy, looping):
+        assert worse.value is not None and smooth.value is not None and worse.value < smooth.value
+
+
+def test_offline_coherence_refuses_when_calibration_finds_no_signal(tmp_path, monkeypatch):
+    section = {**lm.CALIBRATION.source["coherence"], "usable": False, "offline_figure": 0.01}
+    monkeypatch.setitem(lm.CALIBRATION.source, "coherence", section)
+    df = pl.DataFrame({"answer": ["One. Two.", "Three."]})
+    out = fk.evaluate_dataframe(df, [Coherence()], {"output": "answer"}, judge=planted_judge(), cache=tmp_path, progress=False)
+    assert out["coherence_score"].to_list() == [None, None]
+    error = out["coherence_error"][0]
+    assert "SummEval dev Spearman 0.01" in error and "LLM judge" in error and "\n" not in error
 
 
 def test_every_built_in_runs_offline_on_the_real_model(tmp_path):
-    embedder = pytest.importorskip("framekit.judges.embedder")
+    embedder = pytest.importorskip("framekit.judges.local.embedder")
     if not embedder.local_model_available():
         pytest.skip("offline model not installed")
     df = pl.DataFrame(

@@ -100,7 +100,7 @@ def test_score_one_record_carries_judge_and_template_version(judge_simulator):
     )
     assert (score.value, score.label, score.passed) == (0.5, "Neutral/Mixed", True)
     assert score.metadata["judge"] == "openai/sim"
-    assert score.metadata["template_version"] == "v0"
+    assert score.metadata["template_version"] == "v1"
     assert score.explanation
 
 
@@ -139,11 +139,13 @@ def test_system_prompt_replaces_the_built_in_instructions(factory, judge_simulat
     assert judge_simulator.requests[0]["messages"][1] == judge_simulator.requests[1]["messages"][1]
 
 
-def test_rubric_texts_say_what_the_design_asks():
-    relevance = ResponseRelevance().system_prompt
+def test_v0_rubrics_stay_selectable_for_earlier_runs():
+    # The default (v1) follows the source documents (tests/test_fidelity.py); v0 is kept
+    # word for word so earlier scores and their cache entries reproduce.
+    relevance = ResponseRelevance(version="v0").system_prompt
     for phrase in ("not factual accuracy", "I can't answer that", "Repetition is not penalised"):
         assert phrase in relevance
-    coherence = Coherence().system_prompt
+    coherence = Coherence(version="v0").system_prompt
     for phrase in ("Contradictions", "earlier turns", "Gaps in logic", "not whether the facts are true", "needs no reasoning"):
         assert phrase in coherence
 
@@ -157,7 +159,7 @@ def test_describe_shows_fields_scale_threshold_and_version():
     text = ResponseRelevance(threshold=0.75).describe()
     assert "required input, output; optional history" in text
     assert "Not At All 0, Not Generally 0.25, Neutral/Mixed 0.5, Generally Yes 0.75, Completely Yes 1" in text
-    assert ">= 0.75" in text and "version=v0" in text
+    assert ">= 0.75" in text and "version=v1" in text
     assert "high 1, medium 0.5, low 0" in ContextRelevance().describe()
     assert "required output; optional input, history" in Coherence().describe()
 
@@ -176,8 +178,8 @@ def test_custom_rubric_can_minimize(judge_simulator):
 
 def test_an_empty_or_missing_record_raises_value_error_without_a_call(judge_simulator):
     judge = sim_judge(judge_simulator)
-    with pytest.raises(ValueError, match="'context' is empty"):
-        ContextRelevance().score(input="Capital of France?", context=[], judge=judge, cache=False)
+    empty = ContextRelevance().score(input="Capital of France?", context=[], judge=judge, cache=False)
+    assert (empty.value, empty.label, empty.explanation) == (0.0, "low", "no documents were retrieved")
     with pytest.raises(ValueError, match="'input' is empty"):
         ContextRelevance().score(input="  ", context=["Paris."], judge=judge, cache=False)
     with pytest.raises(ValueError, match="'output' is null"):
@@ -185,7 +187,7 @@ def test_an_empty_or_missing_record_raises_value_error_without_a_call(judge_simu
     assert judge_simulator.stats()["total"] == 0
 
 
-def test_context_relevance_numbers_the_documents_and_fails_empty_rows_alone(judge_simulator):
+def test_context_relevance_numbers_the_documents_and_fails_empty_requests_alone(judge_simulator):
     df = pl.DataFrame(
         {
             "q": ["Capital of France?", "", "Capital of Italy?"],
@@ -197,10 +199,10 @@ def test_context_relevance_numbers_the_documents_and_fails_empty_rows_alone(judg
         df, [ContextRelevance()], {"input": "q", "context": "docs"},
         judge=sim_judge(judge_simulator), cache=False, progress=False,
     )
-    assert out["context_relevance_error"].to_list() == [
-        None, "field 'input' is empty", "field 'context' is empty (no documents)",
-    ]
-    assert out["context_relevance_score"].to_list()[1:] == [None, None]
+    assert out["context_relevance_error"].to_list() == [None, "field 'input' is empty", None]
+    # An empty request fails its row; an empty retrieval is "low" 0 without a call.
+    assert out["context_relevance_score"].to_list()[1:] == [None, 0.0]
+    assert out["context_relevance_explanation"][2] == "no documents were retrieved"
     assert judge_simulator.stats()["chat"] == 1
     prompt = judge_simulator.requests[0]["messages"][1]["content"]
     assert "Document 1:\nParis is the capital.\n\nDocument 2:\nLyon is a city." in prompt

@@ -383,6 +383,8 @@ def test_a_hint_repeated_by_every_slice_is_said_once():
 
     run = ParquetRun(rows=4, slices=2, destination=Path("out.parquet"))
     for _ in range(2):
-        _add_stats(run.stats, RunStats(requests_sent=2, hints=["use worker processes"]))
+        _add_stats(run.stats, RunStats(requests_sent=2, hints=["use worker processes"],
+                                       transports=["http"]))  # fmt: skip
     assert run.stats.requests_sent == 4
+    assert run.stats.transports == ["http"]
     assert run.summary().count("framekit: hint: use worker processes") == 1

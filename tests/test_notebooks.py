@@ -47,6 +47,7 @@ def test_score_traces_notebook_runs(tmp_path):
     notebook = _run("01_score_traces.ipynb", tmp_path)
     texts = "".join(str(o.get("data", {}).get("text/plain", "")) for c in notebook.cells for o in c.get("outputs", []))
     assert "response_relevance" in texts and "mean_retrieval_relevance" in texts
+    assert "gen_ai.evaluation.result" in texts  # the scores written back as OTel events
 
 
 def test_compare_retrieval_notebook_runs_and_plots(tmp_path):
@@ -54,3 +55,12 @@ def test_compare_retrieval_notebook_runs_and_plots(tmp_path):
     sizes = _pngs(notebook)
     assert len(sizes) == 2
     assert all(w >= 300 and h >= 200 for w, h in sizes)
+
+
+def test_judge_agreement_notebook_measures_calibrates_and_gates(tmp_path):
+    notebook = _run("03_judge_agreement.ipynb", tmp_path)
+    outputs = [o for c in notebook.cells for o in c.get("outputs", [])]
+    texts = "".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", "")) for o in outputs)
+    assert "spearman" in texts and "Calibration(response_relevance: threshold" in texts
+    assert "exit code 1" in texts  # the CLI gate below its bar
+    assert len(_pngs(notebook)) == 1  # confusion matrix + calibration, one figure

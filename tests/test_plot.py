@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from framekit import plot
-from framekit.report import summarize
+from framekit.analysis.report import summarize
 
 pytest.importorskip("matplotlib")
 

@@ -30,17 +30,21 @@ import pytest
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges import _litellm
+from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
+
+# Every test here runs on both judge transports (see the ``transport`` fixture).
+pytestmark = pytest.mark.usefixtures("transport")
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(df, sim, cache, **judge_options):
+def _run(df, sim, cache, judge=None, **judge_options):
     return fk.evaluate_dataframe(
         df,
         [RetrievalRelevance()],
         MAPPING,
-        judge=sim_judge(sim, **judge_options),
+        judge=judge or sim_judge(sim, **judge_options),
         cache=cache,
         progress=False,
     )
@@ -113,6 +117,17 @@ def test_retry_after_as_http_date_pauses_every_worker_until_then(simulator_facto
     assert time.monotonic() - started >= 1.0
 
 
+def test_retry_after_ms_pauses_every_worker_for_that_long(simulator_factory):
+    # OpenAI's own header, in milliseconds (more precise than Retry-After's seconds).
+    sim = simulator_factory(retry_after="ms")
+    _storm(sim, 429, 1.0)
+    out = _run(retrieval_frame(16), sim, False, concurrency=8)
+    assert _all_scored(out)
+    # One wave of 429s, then everybody waited; a jittered back-off (0-0.5 s, 0-1 s...)
+    # that ignored the header would have retried inside the storm and drawn more.
+    assert sim.stats()["by_status"][429] <= 8
+
+
 def test_503_storm_is_ridden_out_without_hammering(simulator_factory):
     # Scaling: max_retries=3 rides out 0.5*(2**4 - 1) = 7.5 s of outage, and this storm
     # lasts 3 s; the default max_retries=6 rides out 63.5 s, so a 30 s storm passes too.
@@ -149,9 +164,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_api_base_fails_fast_with_one_clear_error():
+def test_unreachable_api_base_fails_fast_with_one_clear_error(transport):
     api_base = f"http://127.0.0.1:{_closed_port()}/v1"
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, transport=transport)
     fk.evaluate_dataframe(
         retrieval_frame(1).head(0),
         [RetrievalRelevance()],
@@ -177,9 +192,12 @@ def test_unreachable_api_base_fails_fast_with_one_clear_error():
     assert API_KEY not in message and API_KEY[-8:] not in message
 
 
-def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator):
+def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator, transport):
     judge = fk.Judge(
-        "openai/sim-judge", api_base=judge_simulator.base_url + "/nowhere", api_key=API_KEY
+        "openai/sim-judge",
+        api_base=judge_simulator.base_url + "/nowhere",
+        api_key=API_KEY,
+        transport=transport,
     )
     with pytest.raises(fk.JudgeError, match="answered HTTP 404 to the first 3 calls"):
         fk.evaluate_dataframe(
@@ -310,9 +328,10 @@ SIGINT_SCRIPT = textwrap.dedent(
     from framekit.judges import _litellm
     from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
-    api_base, cache = sys.argv[1], sys.argv[2]
+    api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
     _litellm.litellm()
-    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4)
+    judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4,
+                     transport=transport)
     try:
         fk.evaluate_dataframe(retrieval_frame(300), [RetrievalRelevance()], MAPPING,
                               judge=judge, cache=cache, progress=True)
@@ -328,7 +347,7 @@ def test_sigint_returns_within_two_seconds_and_keeps_completed_answers(simulator
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache)],
+        [sys.executable, "-c", SIGINT_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT],
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
@@ -383,9 +402,38 @@ _LOGGERS = [
 ]
 
 
+#: Where the canary key comes from; every source must be redacted everywhere.
+KEY_SOURCES = ["argument", "FRAMEKIT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "header", "URL"]
+
+
+def _keyed_judge(source: str, sim, monkeypatch, **options) -> fk.Judge:
+    """A judge on ``sim`` whose only way to the key is ``source``."""
+    for name in ("FRAMEKIT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    model, api_base, key = "openai/sim-judge", sim.api_base, None
+    if source in ("FRAMEKIT_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.setenv(source, API_KEY)
+    elif source == "ANTHROPIC_API_KEY":
+        # litellm's own Anthropic client reads the variable and sends it as x-api-key.
+        monkeypatch.setenv(source, API_KEY)
+        model, api_base = "anthropic/sim-judge", sim.base_url
+    elif source == "header":
+        key = "placeholder"  # litellm's OpenAI client wants one; the header is the secret
+        options["extra_headers"] = {"x-api-key": API_KEY}
+    elif source == "URL":
+        key, api_base = "placeholder", f"{sim.api_base}?key={API_KEY}"
+    else:
+        key = API_KEY
+    options.setdefault("transport", "auto" if model.startswith("anthropic/") else helpers.TRANSPORT)
+    return fk.Judge(model, api_base=api_base, api_key=key, **options)
+
+
+@pytest.mark.parametrize("source", KEY_SOURCES)
 def test_api_key_never_leaks_after_a_run_that_failed_every_way(
-    simulator_factory, tmp_path, caplog, capfd
+    source, simulator_factory, tmp_path, caplog, capfd, monkeypatch
 ):
+    if source == "ANTHROPIC_API_KEY" and helpers.TRANSPORT == "http":
+        pytest.skip("the http transport speaks only OpenAI's wire format (litellm case covers it)")
     for name in _LOGGERS:
         caplog.set_level(logging.DEBUG, logger=name)
     seen: list[str] = []
@@ -393,7 +441,68 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
     def keep(exc: BaseException) -> None:
         seen.extend([str(exc), repr(exc), "".join(traceback.format_exception(exc))])
 
+    def attempt(run, *args, **kwargs) -> None:
+        try:
+            run(*args, **kwargs)
+        except fk.FramekitError as exc:
+            keep(exc)
+
     cache_dir = tmp_path / "cache"
+    source_file = tmp_path / "in.parquet"
+    retrieval_frame(12).write_parquet(source_file)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # Endpoints that echo the request (the key among its headers) in an error body
+        # (400, and 500 retried until the outage budget) and inside a successful answer.
+        for mode in ("error", "error_500", "answer"):
+            echoing = simulator_factory(echo_headers=mode)
+            judge = _keyed_judge(source, echoing, monkeypatch, max_retries=1)
+            seen.append(repr(judge))
+            out_file = tmp_path / f"scored-{mode}.parquet"
+            attempt(fk.evaluate_parquet, source_file, out_file, [RetrievalRelevance()], MAPPING,
+                    judge=judge, cache=cache_dir, progress=True, details=True)  # fmt: skip
+            # (Anthropic answers in another shape, and a query in api_base breaks the path.)
+            if mode == "answer" and source not in ("ANTHROPIC_API_KEY", "URL"):
+                scored = pl.read_parquet(out_file)
+                assert scored["retrieval_relevance_error"].null_count() == scored.height
+                assert "you sent POST" in scored["retrieval_relevance_explanation"][0]
+                seen += [repr(scored), str(scored.to_dicts())]
+        # Credentials in api_base: unreachable (printed in the error) and refused (user:pass@).
+        port = _closed_port()
+        for api_base in (f"http://127.0.0.1:{port}/v1?key={API_KEY}",
+                         f"http://user:{API_KEY}@127.0.0.1:{port}/v1"):  # fmt: skip
+            refused = fk.Judge("openai/sim-judge", api_base=api_base, api_key="placeholder",
+                               transport=helpers.TRANSPORT)  # fmt: skip
+            seen.append(repr(refused))
+            attempt(_run, retrieval_frame(5), None, False, judge=refused)
+        if source in ("argument", "FRAMEKIT_API_KEY", "OPENAI_API_KEY", "header"):
+            _fail_every_way(source, simulator_factory, cache_dir, tmp_path, monkeypatch, keep,
+                            seen)  # fmt: skip
+    assert any("you sent POST" in text for text in seen), "an endpoint echoed the request"
+    assert len(seen) >= 6
+
+    captured = capfd.readouterr()
+    logs = caplog.text + captured.err
+    if helpers.TRANSPORT == "http" and source != "ANTHROPIC_API_KEY":
+        assert "DEBUG" in caplog.text, "DEBUG logging was captured"
+    else:
+        assert "POST Request Sent from LiteLLM" in logs, "litellm's request log was captured"
+    seen += [captured.out, captured.err, caplog.text, *(str(w.message) for w in caught)]
+    seen += [repr(fk.Cache(cache_dir)), repr(fk.last_run()), fk.last_run().summary()]
+    for path in tmp_path.rglob("*"):  # output Parquet, the cache, the corrupt one moved aside
+        if path.suffix == ".parquet":
+            # Compressed bytes may hold the key's 8-character tail by chance: scan the
+            # raw bytes for the whole key and the decoded values for the tail.
+            assert API_KEY.encode() not in path.read_bytes()
+            seen.append(str(pl.read_parquet(path).to_dicts()))
+        elif path.is_file():
+            seen.append(path.read_bytes().decode("latin-1"))
+    for text in seen:
+        assert API_KEY not in text and API_KEY[-8:] not in text
+
+
+def _fail_every_way(source, simulator_factory, cache_dir, tmp_path, monkeypatch, keep, seen):
+    """The original scan: one run meeting every fault of the matrix, then stopped runs."""
     flaky = simulator_factory(
         error_500_rate=0.1,
         drop_rate=0.1,
@@ -419,70 +528,35 @@ def test_api_key_never_leaks_after_a_run_that_failed_every_way(
             ),
         ]
     )
-    judge = sim_judge(flaky, max_retries=1)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = fk.evaluate_dataframe(
-            df,
-            [RetrievalRelevance()],
-            MAPPING,
-            judge=judge,
-            cache=cache_dir,
-            progress=True,
-            details=True,
-        )
-        with pytest.raises(fk.EvaluationFailed) as failed:
-            fk.evaluate_dataframe(
-                df,
-                [RetrievalRelevance()],
-                MAPPING,
-                judge=judge,
-                cache=cache_dir,
-                progress=True,
-                on_error="raise",
-            )
-        keep(failed.value)
-        seen.extend([str(failed.value.frame.to_dicts()), repr(failed.value.frame)])
-        rejecting = simulator_factory(require_api_key="sk-another-key")
-        with pytest.raises(fk.JudgeAuthenticationError) as auth:
-            _run(retrieval_frame(20, label="relevant"), rejecting, cache_dir)
-        keep(auth.value)
-        closed = fk.Judge(
-            "openai/sim-judge", api_base=f"http://127.0.0.1:{_closed_port()}/v1", api_key=API_KEY
-        )
-        with pytest.raises(fk.JudgeError) as unreachable:
-            fk.evaluate_dataframe(
-                retrieval_frame(20, label="relevant"),
-                [RetrievalRelevance()],
-                MAPPING,
-                judge=closed,
-                cache=cache_dir,
-                progress=True,
-            )
-        keep(unreachable.value)
-        storming = simulator_factory(retry_after=None)
-        storming.storm(503, 30)
-        with pytest.raises(fk.JudgeError) as outage:
-            _run(retrieval_frame(20, label="relevant"), storming, cache_dir, max_retries=1)
-        keep(outage.value)
-        other = tmp_path / "other-cache"  # the caches above stay open through tracebacks
-        _run(retrieval_frame(5), flaky, other)
-        (other / "cache.db").write_bytes(b"garbage" * 1000)
-        _run(retrieval_frame(5), flaky, other)
+    judge = _keyed_judge(source, flaky, monkeypatch, max_retries=1)
+    out = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache_dir, progress=True,
+        details=True,
+    )  # fmt: skip
     assert out["retrieval_relevance_error"].null_count() < out.height  # it did fail
-    assert len(caught) >= 1  # the corrupt cache was reported
-
-    captured = capfd.readouterr()
-    logs = caplog.text + captured.err
-    assert "POST Request Sent from LiteLLM" in logs, "litellm's request log was captured"
-    seen += [captured.out, captured.err, caplog.text, *(str(w.message) for w in caught)]
-    seen += [repr(out), str(out.to_dicts()), repr(judge), repr(closed)]
-    seen += [repr(fk.Cache(cache_dir)), repr(fk.last_run()), fk.last_run().summary()]
-    for path in tmp_path.rglob("*"):  # the cache, and the corrupt one moved aside
-        if path.is_file():
-            seen.append(path.read_bytes().decode("latin-1"))
-    for text in seen:
-        assert API_KEY not in text and API_KEY[-8:] not in text
+    with pytest.raises(fk.EvaluationFailed) as failed:
+        fk.evaluate_dataframe(
+            df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache_dir, progress=True,
+            on_error="raise",
+        )  # fmt: skip
+    keep(failed.value)
+    seen.extend([str(failed.value.frame.to_dicts()), repr(failed.value.frame)])
+    rejecting = simulator_factory(require_api_key="sk-another-key")
+    with pytest.raises(fk.JudgeAuthenticationError) as auth:
+        _run(retrieval_frame(20, label="relevant"), None, cache_dir,
+             judge=_keyed_judge(source, rejecting, monkeypatch))  # fmt: skip
+    keep(auth.value)
+    storming = simulator_factory(retry_after=None)
+    storming.storm(503, 30)
+    with pytest.raises(fk.JudgeError) as outage:
+        _run(retrieval_frame(20, label="relevant"), None, cache_dir,
+             judge=_keyed_judge(source, storming, monkeypatch, max_retries=1))  # fmt: skip
+    keep(outage.value)
+    other = tmp_path / "other-cache"  # the caches above stay open through tracebacks
+    _run(retrieval_frame(5), None, other, judge=judge)
+    (other / "cache.db").write_bytes(b"garbage" * 1000)
+    _run(retrieval_frame(5), None, other, judge=judge)
+    seen += [repr(out), str(out.to_dicts()), repr(judge)]
 
 
 def test_interrupt_inside_a_running_loop_as_in_jupyter(simulator_factory, tmp_path):
@@ -524,7 +598,7 @@ def test_interrupt_inside_a_running_loop_as_in_jupyter(simulator_factory, tmp_pa
 
 def test_a_request_that_cannot_be_encoded_fails_its_row_without_retries():
     # litellm reports a client-side encoding failure as a 500; retrying cannot fix it.
-    from framekit.engine.faults import classify
+    from framekit.judges.litellm_faults import classify
 
     lm = _litellm.litellm()
     try:

@@ -12,9 +12,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-from framekit import _stats
 from framekit._errors import InputError
-from framekit.report import (
+from framekit.analysis import (
+    _stats,
     compare,
     describe_comparison,
     evaluator_names,
@@ -462,8 +462,8 @@ def test_html_report_without_matplotlib_still_has_the_tables(tmp_path, monkeypat
 def test_docstring_examples_run() -> None:
     import doctest
 
-    from framekit import _stats as stats_module
-    from framekit import report
+    from framekit.analysis import _stats as stats_module
+    from framekit.analysis import report
 
     for module in (report, stats_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from framekit import _stats
+from framekit.analysis import _stats
 
 st = pytest.importorskip("scipy.stats")
 

@@ -105,7 +105,7 @@ def test_rejected_key_stops_the_run_and_is_not_shown(sim, pooled, tmp_path):
 
 def test_a_killed_worker_is_replaced_and_its_calls_retried(sim, pooled, tmp_path):
     sim.configure(latency=0.3)
-    victim = pooled._pool._workers[0].process  # type: ignore[union-attr]
+    victim = pooled._transport.pool._workers[0].process  # type: ignore[union-attr]
 
     def kill_when_busy() -> None:
         deadline = time.monotonic() + 20
@@ -120,7 +120,7 @@ def test_a_killed_worker_is_replaced_and_its_calls_retried(sim, pooled, tmp_path
     assert out["retrieval_relevance_score"].null_count() == 0
     assert victim.wait(10) == -signal.SIGKILL
     assert fk.last_run().retries >= 1, "the killed worker's calls in flight were sent again"
-    assert pooled._pool._workers[0].process.pid != victim.pid  # type: ignore[union-attr]
+    assert pooled._transport.pool._workers[0].process.pid != victim.pid  # type: ignore[union-attr]
 
 
 def test_a_judge_changed_between_runs_is_not_answered_with_stale_parameters(sim, pooled, tmp_path):
@@ -152,7 +152,7 @@ _SCRIPT = textwrap.dedent(
     df = pl.DataFrame({"question": [f"q{i}" for i in range(10)], "docs": ["d"] * 10})
     out = fk.evaluate_dataframe(df, [RetrievalRelevance()], {"input": "question", "context": "docs"},
                                 judge=judge, cache=False, progress=False)
-    pids = [w.process.pid for w in judge._pool._workers]
+    pids = [w.process.pid for w in judge._transport.pool._workers]
     print(json.dumps({"scored": out["retrieval_relevance_score"].null_count() == 0, "pids": pids,
                       "litellm_here": "litellm" in sys.modules}), flush=True)
     if sys.argv[3] == "close":
@@ -216,9 +216,9 @@ def test_a_copied_judge_starts_its_own_workers(sim, pooled, tmp_path):
 
     _score(retrieval_frame(2), pooled, tmp_path / "a")  # the module's judge has workers
     for clone in (copy.deepcopy(pooled), pickle.loads(pickle.dumps(pooled))):
-        assert clone._pool is None and clone.processes == 2
+        assert clone._transport.pool is None and clone.processes == 2
         assert clone.cache_identity() == pooled.cache_identity()
-    assert pooled._pool is not None
+    assert pooled._transport.pool is not None
 
 
 def test_a_worker_that_cannot_start_is_one_clear_error_with_its_stderr(sim, tmp_path, monkeypatch, capsys):

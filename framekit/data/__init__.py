@@ -12,7 +12,13 @@ from pathlib import Path
 
 import polars as pl
 
-__all__ = ["SAMPLE_PATH", "SAMPLE_TRACES_PATH", "load_sample"]
+__all__ = [
+    "LABELLED_SAMPLE_PATH",
+    "SAMPLE_PATH",
+    "SAMPLE_TRACES_PATH",
+    "load_labelled_sample",
+    "load_sample",
+]
 
 SAMPLE_PATH: Path = Path(__file__).resolve().parent / "sample_rag.parquet"
 """Location of the bundled sample Parquet file, for tools that read paths (DuckDB, the CLI)."""
@@ -57,3 +63,25 @@ def load_sample() -> pl.DataFrame:
     [('bm25', 0.55), ('dense', 0.8)]
     """
     return pl.read_parquet(SAMPLE_PATH)
+
+
+LABELLED_SAMPLE_PATH: Path = Path(__file__).resolve().parent / "labelled_sample.parquet"
+"""60 sample answers with human-style labels, for ``fk.agreement`` and ``fk.calibrate``."""
+
+
+def load_labelled_sample() -> pl.DataFrame:
+    """Load 60 rows of the sample with labels standing in for an annotator's.
+
+    Columns: ``conversation_id``, ``strategy``, ``question``, ``answer``, ``documents``,
+    then ``human_relevance`` (ResponseRelevance's five labels), ``human_retrieval``
+    ("relevant" / "irrelevant") and ``human_coherent`` (Boolean). The labels follow a
+    written rule on the sample's ground truth (``scripts/make_labelled_sample.py``).
+
+    Examples
+    --------
+    >>> from framekit.data import load_labelled_sample
+    >>> df = load_labelled_sample()
+    >>> df.height, df["human_relevance"].n_unique()
+    (60, 4)
+    """
+    return pl.read_parquet(LABELLED_SAMPLE_PATH)

@@ -27,6 +27,7 @@ from typing import Any
 
 import aiohttp
 
+from framekit import _secrets
 from framekit._errors import BatchPending, JudgeError
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
@@ -37,6 +38,7 @@ from framekit.judges.batch import BatchClient, BatchStatus, batch_price, client_
 from framekit.judges.batch.base import BatchHTTPError
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.structured import ParseFailure, build_call_kwargs, parse_answer, reask_message
+from framekit.judges.transport import Mode
 
 #: Longest pause between two polls of a batch, in seconds.
 MAX_POLL = 60.0
@@ -71,8 +73,11 @@ class BatchExecutor:
         self.show = show_progress
         self.client: BatchClient = client_for(judge)
         self.store = ManifestStore.of_cache(cache.path if cache.enabled else None)
-        # Structured output as the provider's batch endpoint takes it.
-        self.mode = "tool" if self.client.provider == "anthropic" else judge.mode
+        # Structured output as the provider's batch endpoint takes it; like the chat
+        # executor's, the mode belongs to this run (it falls back when rejected).
+        self.mode: Mode = "tool" if self.client.provider == "anthropic" else "json_schema"
+        # Where manifests say the batches went: never with credentials in the URL.
+        self.endpoint = _secrets.safe_url(self.client.api_base) or self.client.api_base
         self.shapes: dict[str, ChatRequest] = {}
         self.finished: set[str] = set()
         self.retries: dict[str, int] = {}
@@ -112,7 +117,7 @@ class BatchExecutor:
             self.shapes[key] = self._shape(request)
         if not self.shapes:
             return
-        provider, endpoint = self.client.provider, self.client.api_base
+        provider, endpoint = self.client.provider, self.endpoint
         resumed = self.store.open_for(provider, endpoint, self.shapes)
         covered = {k for m in resumed for k in m.keys}
         self.resumed = {m.local_id for m in resumed}
@@ -190,7 +195,7 @@ class BatchExecutor:
                     or size + len(data) > limit
                 ):
                     close()
-                    manifest = self.store.new(client.provider, client.api_base, judge.model, round_)
+                    manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
                     manifest.mode = self.mode
                     handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
@@ -261,12 +266,12 @@ class BatchExecutor:
             except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
                 transient = not isinstance(exc, BatchHTTPError) or exc.transient
                 if not transient or attempt >= self.judge.max_retries:
-                    m.state, m.reason = "failed", _reason(exc)
+                    m.state, m.reason = "failed", self._redact(_reason(exc))
                     self.store.save(m)
                     self.store.drop_spool(m)
                     raise JudgeError(
                         f"the {self.client.provider} batch API refused a batch at "
-                        f"{self._where()}: {_reason(exc)}"
+                        f"{self._where()}: {self._redact(_reason(exc))}"
                     ) from None
                 attempt += 1
                 await asyncio.sleep(min(MAX_POLL, 0.5 * 2**attempt))
@@ -296,7 +301,7 @@ class BatchExecutor:
                 failures += 1
                 if not transient or failures > MAX_POLL_FAILURES:
                     raise JudgeError(
-                        f"could not check batch {m.batch_id} at {self._where()}: {_reason(exc)}. "
+                        f"could not check batch {m.batch_id} at {self._where()}: {self._redact(_reason(exc))}. "
                         "It goes on at the provider; run the same call again to collect it."
                     ) from None
                 await asyncio.sleep(delay)
@@ -314,12 +319,12 @@ class BatchExecutor:
             await asyncio.sleep(delay)
             delay = min(MAX_POLL, delay * 1.5)
         if status.state == "failed":
-            m.state, m.reason = "failed", status.reason
+            m.state, m.reason = "failed", self._redact(status.reason or "") or None
             self.store.save(m)
             self.store.drop_spool(m)
             raise JudgeError(
                 f"the {self.client.provider} batch API rejected batch {m.batch_id} as a whole: "
-                f"{status.reason or 'no reason given'}"
+                f"{m.reason or 'no reason given'}"
             )
         await self._collect(m, status, followups)
         del self.open[m.batch_id]
@@ -344,7 +349,8 @@ class BatchExecutor:
                 if line.mode_rejected and self._downgrade(m.mode):
                     followups[key] = (m, [])  # the endpoint's fault, not the request's
                     continue
-                self._line_failed(key, m, line.error, line.retryable and not cancelled, followups)
+                error = self._redact(line.error)
+                self._line_failed(key, m, error, line.retryable and not cancelled, followups)
                 continue
             cost = batch_price(self.judge.model, line.prompt_tokens, line.completion_tokens)
             tokens = line.prompt_tokens + line.completion_tokens
@@ -403,12 +409,11 @@ class BatchExecutor:
 
     def _downgrade(self, sent: str) -> bool:
         """The endpoint rejected the mode ``sent``: use the next one (json_schema -> tool ->
-        prompt), for this run and the judge's later runs, as the direct path does."""
+        prompt) for the rest of this run, as the chat executor does."""
         if sent == "prompt":
             return False
         if self.mode == sent:
             self.mode = "tool" if sent == "json_schema" else "prompt"
-            self.judge.mode = self.mode  # type: ignore[assignment]
         return True
 
     def _line_failed(
@@ -444,7 +449,9 @@ class BatchExecutor:
             )
         ]
         self._say(f"sending {len(items)} failed batch lines directly")
-        await ChatExecutor(self.judge, self.cache, self.stats).run(items, self._settle)
+        direct = ChatExecutor(self.judge, self.cache, self.stats)
+        direct.mode = self.mode  # a mode the endpoint already rejected is not tried again
+        await direct.run(items, self._settle)
 
     # -- telling the user -------------------------------------------------------------------
     def _pending(self, statuses: list[BatchStatus]) -> None:
@@ -475,7 +482,10 @@ class BatchExecutor:
             print(f"framekit: {text}", file=sys.stderr)
 
     def _where(self) -> str:
-        return self.client.api_base
+        return self.endpoint
+
+    def _redact(self, text: str) -> str:
+        return _secrets.redact(text, self.client.secrets)
 
     def _progress(self, m: Manifest, status: BatchStatus) -> None:
         if not self.show:

@@ -164,11 +164,36 @@ class Cache:
             self._failed(exc)
         return hits
 
+    def _gone(self) -> bool:
+        """Whether the directory was deleted under an open cache, and then reopen it.
+
+        SQLite keeps writing into the deleted file, so every later answer would be lost
+        without a word: say so once and start a fresh cache at the same path.
+        """
+        if self.path.is_dir():
+            return False
+        warnings.warn(
+            f"framekit cache directory {self.path} was deleted during the run; answers "
+            "written to it before are lost, later ones go to a new cache at that path",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+        if self._store is not None:
+            with contextlib.suppress(*_CACHE_ERRORS):
+                self._store.close()
+        self._store = None
+        self._open()
+        return True
+
     def set(self, key: str, value: Any) -> None:
         """Store one value; a failing write disables the cache with one warning."""
         store = self._store
         if store is None:
             return
+        if self._gone():
+            store = self._store
+            if store is None:
+                return
         try:
             store.set(key, value)
         except _CACHE_ERRORS as exc:
@@ -181,6 +206,10 @@ class Cache:
         store = self._store
         if store is None:
             return
+        if self._gone():
+            store = self._store
+            if store is None:
+                return
         written = 0
         try:
             with store.transact():

@@ -1,22 +1,22 @@
 """What a run would send, before sending anything: ``framekit evaluate --dry-run``.
 
-The plan is built exactly as the planner builds a real run: the mapping is resolved,
-identical records are collapsed, each evaluator prepares its records and builds its chat
-requests, and each request gets the planner's own cache key (``chat_key``). Distinct keys
-not already in the cache are the requests a real run sends (one each, when nothing is
-retried or re-asked), so the count matches ``RunStats.requests_sent`` of that run.
+The dry run is a second reader of the planner's plan, not a copy of it: the mapping is
+resolved and identical records are collapsed as for a real run (``engine.jobs``), and the
+planner itself prepares the records and plans the chat requests (``prepare_records``,
+``plan_chats``), keyed by the cache keys a real run uses. Distinct keys not already in the
+cache are the requests a real run sends (one each, when nothing is retried or re-asked),
+so the count matches ``RunStats.requests_sent`` of that run.
 
 Token and cost figures are estimates: prompt tokens are characters / 4 (no tokenizer is
 loaded: litellm's may try to download one), answers are assumed to be
-``ANSWER_TOKENS`` tokens, and prices per token come from litellm's bundled price map, read
-as a file (unknown models have no cost).
+``ANSWER_TOKENS`` tokens, and prices come from litellm's public ``cost_per_token`` (which
+imports litellm, a few seconds, only when there is something to price; unknown models
+have no cost).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,14 +25,14 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError, RecordError
+from framekit._errors import RecordError
 from framekit._mapping import MappingValue, resolve_mapping
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.embeddings import embedding_key
-from framekit.engine.planner import _chat_prefix, chat_key
+from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
+from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
-from framekit.frame import _check_evaluators, _distinct_records
-from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.base import JudgeLike
 from framekit.judges.batch.pricing import batch_price
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
@@ -66,6 +66,8 @@ class RequestPlan:
     local_judge: bool = False
     skipped: int = 0
     judges: list[str] = field(default_factory=list)
+    #: Why a real run would stop at its first call (missing or malformed credentials...).
+    warnings: list[str] = field(default_factory=list)
     by_evaluator: dict[str, int] = field(default_factory=dict)
     #: Requests that would go through a provider batch API (priced at its discount).
     batch_requests: int = 0
@@ -104,6 +106,7 @@ class RequestPlan:
             )
         if self.skipped:
             lines.append(f"  {self.skipped} evaluations will fail before any call (null fields)")
+        lines += [f"  warning: {w}; a real run would stop here" for w in self.warnings]
         return "\n".join(lines)
 
 
@@ -155,20 +158,13 @@ def plan_requests(
     >>> plan.rows, plan.requests
     (3, 2)
     """
-    evs = _check_evaluators(evaluators)
+    evs = check_evaluators(evaluators)
     store = existing_cache(cache)
-    judges: dict[Any, Judge | LocalJudge] = {}
-
-    def judge_for(ev: Evaluator) -> Judge | LocalJudge:
-        spec = ev.judge if ev.judge is not None else judge
-        key = spec if isinstance(spec, str) or spec is None else id(spec)
-        if key not in judges:
-            judges[key] = resolve_judge(spec)
-        return judges[key]
-
+    judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge, prompt characters); insertion order = first use.
-    chats: dict[str, tuple[str, Judge, int]] = {}
+    # key -> (evaluator name, judge model, prompt characters, by batch API); insertion
+    # order = first use.
+    chats: dict[str, tuple[str, str, int, bool]] = {}
     texts: dict[str, None] = {}
     needed = {f for ev in evs for f in ev.fields}
     for frame in frames:
@@ -179,35 +175,33 @@ def plan_requests(
         fields = resolve_mapping(frame, mapping, needed)
         for ev in evs:
             ev.check_fields(fields.available, frame.columns)
+        jobs = []
         for ev in evs:
-            j = judge_for(ev)
             names = [f for f in ev.fields if f in fields.available]
-            records, _, weights = _distinct_records(fields.columns, names, frame.height)
-            failing = {i for f in ev.fields for i in fields.row_errors.get(f, {})}
-            plan.skipped += len(failing)
-            prefix = _chat_prefix(ev, j) if isinstance(j, Judge) else b""
-            for record, weight in zip(records, weights):
-                try:
-                    prepared = ev.prepare(record)
-                    if isinstance(j, Judge):
-                        request = ev.build_request(prepared)
-                    else:
-                        local = ev.local_texts(prepared)
-                except RecordError:
-                    plan.skipped += weight
-                    continue
-                if isinstance(j, Judge):
-                    key = chat_key(prefix, request)
-                    if key not in chats:
-                        chars = sum(len(str(m.get("content") or "")) for m in request.messages)
-                        chats[key] = (ev.name, j, chars)
-                else:
-                    texts.update(dict.fromkeys(local))
+            records, _, weights = distinct_records(fields.columns, names, frame.height)
+            plan.skipped += len({i for f in ev.fields for i in fields.row_errors.get(f, {})})
+            jobs.append(Job(ev, judge_for(ev), records, weights))
+        # The planner's own steps: the records a real run prepares, the requests it plans.
+        prepared = prepare_records(jobs)
+        for key, planned in plan_chats(jobs, prepared).items():
+            if key not in chats:
+                j, _ = planned.slots[0]
+                chars = sum(len(str(m.get("content") or "")) for m in planned.request.messages)
+                batch = bool(getattr(planned.judge, "batch", False))
+                chats[key] = (jobs[j].evaluator.name, planned.judge.model, chars, batch)
+        for job, rows in zip(jobs, prepared):
+            for i, record in enumerate(rows):
+                if record is not None and isinstance(job.judge, LocalJudge):
+                    try:
+                        texts.update(dict.fromkeys(job.evaluator.local_texts(record)))
+                    except RecordError as exc:
+                        job.results[i].error = str(exc)
+            plan.skipped += sum(w for r, w in zip(job.results, job.weights) if r.error)
     keys = list(chats)
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
-    for key, (name, j, chars) in chats.items():
+    for key, (name, model, chars, batch) in chats.items():
         if key in hits:
             continue
         plan.requests += 1
@@ -215,45 +209,45 @@ def plan_requests(
         prompt = chars // 4
         plan.prompt_tokens += prompt
         plan.answer_tokens += ANSWER_TOKENS
-        price = _price(j.model, prompt, ANSWER_TOKENS)
-        if j.batch:
+        price = _price(model, prompt, ANSWER_TOKENS)
+        if batch:
             plan.batch_requests += 1
-            price = batch_price(j.model, prompt, ANSWER_TOKENS)
+            price = batch_price(model, prompt, ANSWER_TOKENS)
         if price is None:
             plan.cost_known = False
         else:
             plan.cost_usd = (plan.cost_usd or 0.0) + price
-    plan.local_texts = _uncached_texts(list(texts), judges.values(), store)
-    plan.judges = sorted({j.model for j in judges.values()})
-    plan.local_judge = any(isinstance(j, LocalJudge) for j in judges.values())
+    judges = judge_for.judges.values()
+    plan.local_texts = _uncached_texts(list(texts), judges, store)
+    plan.judges = sorted({j.model for j in judges})
+    plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)
+    if plan.requests:
+        problems = (j.configuration_problem() for j in judges if isinstance(j, Judge))
+        plan.warnings = sorted({p for p in problems if p})
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
     return plan
 
 
-def _price(model: str, prompt: int, answer: int) -> float | None:
-    prices = _price_map() or {}
-    entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
-    if not isinstance(entry, dict) or "input_cost_per_token" not in entry:
-        return None
-    return float(
-        entry["input_cost_per_token"] * prompt + entry.get("output_cost_per_token", 0.0) * answer
-    )
+@functools.lru_cache(maxsize=256)
+def _unit_prices(model: str) -> tuple[float, float] | None:
+    """(per prompt token, per answer token) from litellm's public ``cost_per_token``."""
+    from framekit.judges._litellm import litellm
 
-
-@functools.lru_cache(maxsize=1)
-def _price_map() -> dict[str, Any] | None:
-    """litellm's bundled price map, read as JSON: importing litellm takes seconds, and a
-    dry run should answer at once."""
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations)))
     try:
-        data = json.loads((path / "model_prices_and_context_window_backup.json").read_text())
-    except (OSError, ValueError):
+        prompt, answer = litellm().cost_per_token(
+            model=model, prompt_tokens=1_000_000, completion_tokens=1_000_000
+        )
+    except Exception:  # litellm raises for a model it has no price for
         return None
-    return data if isinstance(data, dict) else None
+    return float(prompt) / 1_000_000, float(answer) / 1_000_000
+
+
+def _price(model: str, prompt: int, answer: int) -> float | None:
+    prices = _unit_prices(model)
+    if prices is None:
+        return None
+    return prices[0] * prompt + prices[1] * answer
 
 
 def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> int:
@@ -266,54 +260,3 @@ def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> in
         return len(texts)
     keys = [embedding_key(model_id, t) for t in texts]
     return len(texts) - len(_present(store, keys))
-
-
-def plan_parquet(
-    source: Any,
-    evaluators: Evaluator | Sequence[Evaluator],
-    mapping: Mapping[str, MappingValue] | None = None,
-    *,
-    judge: JudgeLike | None = None,
-    cache: Cache | str | bool | None = None,
-    slice_rows: int | None = None,
-) -> RequestPlan:
-    """:func:`plan_requests` over a Parquet source (or DuckDB relation), slice by slice,
-    reading only the mapped columns, as :func:`framekit.evaluate_parquet` would.
-
-    Examples
-    --------
-    >>> plan = plan_parquet("runs/*.parquet", [RetrievalRelevance()],
-    ...                     {"input": "question", "context": "docs"})  # doctest: +SKIP
-    >>> print(plan.describe())  # doctest: +SKIP
-    """
-    from framekit import io
-    from framekit.io._duckdb import _is_duckdb_relation
-    from framekit.io._sources import _row_groups, _schema_of
-
-    evs = _check_evaluators(evaluators)
-    if _is_duckdb_relation(source):
-        to_reader = getattr(source, "to_arrow_reader", None) or source.fetch_record_batch
-        try:
-            reader = to_reader(io.MAX_SLICE_ROWS)
-        except Exception as exc:  # duckdb.Error: the query itself failed
-            raise InputError(f"the SQL query failed: {str(exc).splitlines()[0]}") from None
-
-        def batches() -> Iterable[pl.DataFrame]:
-            for batch in reader:
-                frame = pl.from_arrow(batch)
-                assert isinstance(frame, pl.DataFrame)
-                yield frame
-
-        empty = pl.from_arrow(reader.schema.empty_table())
-        assert isinstance(empty, pl.DataFrame)
-        schema = empty.schema
-        io.validate_inputs(schema, evs, mapping, overwrite=True, details=False)
-        return plan_requests(batches(), evs, mapping, judge=judge, cache=cache)
-    files = io.resolve_sources(source)
-    schema = _schema_of(files)
-    io.validate_inputs(schema, evs, mapping, overwrite=True, details=False)
-    columns = io.needed_columns(schema, mapping, evs)
-    scan = io.scan_sources(files).select(columns)
-    slices = io.plan_slices(_row_groups(files), slice_rows)
-    frames = (scan.slice(offset, length).collect() for offset, length in slices)
-    return plan_requests(frames, evs, mapping, judge=judge, cache=cache)

@@ -10,7 +10,6 @@ from typing import Protocol
 import numpy as np
 
 from framekit.engine.cache import Cache
-from framekit.engine.faults import classify
 from framekit.engine.stats import RunStats
 
 
@@ -80,7 +79,11 @@ async def _embed_with_retries(
         try:
             return await backend.embed(batch)
         except Exception as exc:
-            fault = classify(exc, getattr(backend, "secrets", []))
+            # A backend that calls out over the network classifies its own failures.
+            classify = getattr(backend, "classify", None)
+            if classify is None:
+                raise
+            fault = classify(exc)
             if fault.kind not in ("transient", "rate_limited") or attempt == max_retries:
                 raise
             await asyncio.sleep(fault.retry_after or min(30.0, 0.5 * 2**attempt))

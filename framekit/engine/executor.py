@@ -18,18 +18,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from framekit._aio import bounded
-from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit import _secrets
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache
-from framekit.engine.faults import Fault, classify, redact
+from framekit.engine.inflight import table_for, wait_for
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
+from framekit.judges.faults import Fault
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.structured import ParseFailure, parse_answer, reask_message
+from framekit.judges.transport import NEXT_MODE, Mode, RawReply
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
 MAX_REASKS = 2
@@ -63,6 +65,48 @@ class Outcome:
     cached: bool = False
 
 
+@dataclass
+class _Progress:
+    """Where one request stands: the conversation so far and what it has cost."""
+
+    messages: list[dict[str, Any]]
+    started: float
+    retries: int = 0
+    reasks: int = 0
+    tokens: int = 0
+    cost: float | None = None
+
+    def outcome(self, answer: dict[str, Any] | None, error: str | None) -> Outcome:
+        return Outcome(answer, error, self.tokens, self.cost, time.perf_counter() - self.started)
+
+
+def cpu_hint(requests: int, busy: float, processes: int, transport: str) -> str | None:
+    """The summary's hint when this process's CPU, not the judge, set a run's pace.
+
+    ``busy`` is CPU seconds per wall second while sending. A short run says nothing (its
+    start-up dominates); worker processes are suggested only where they exist (litellm).
+
+    Examples
+    --------
+    >>> cpu_hint(1000, 0.95, 1, "http") is not None
+    True
+    >>> cpu_hint(1000, 0.3, 1, "litellm") is None
+    True
+    """
+    if processes != 1 or requests < CPU_HINT_MIN_REQUESTS or busy < CPU_HINT_BUSY:
+        return None
+    if transport == "litellm":
+        return (
+            f"this process's CPU, not the judge, set the pace ({busy:.0%} busy while "
+            "sending; litellm spends ~4 ms of CPU per call): worker processes would "
+            "share the work (fk.Judge(..., processes=2), or --processes 2)"
+        )
+    return (
+        f"this process's CPU, not the judge, set the pace ({busy:.0%} busy while sending): "
+        "other work in this process (or a busy machine) competes with the calls"
+    )
+
+
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
     """Rough pre-call estimate for the TPM bucket (about 4 characters a token)."""
     chars = sum(len(str(m.get("content") or "")) for m in messages)
@@ -76,7 +120,15 @@ class ChatExecutor:
         self.judge = judge
         self.cache = cache
         self.stats = stats
-        self.limiter = RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        # A judge may carry a limiter shared beyond this process (framekit.ray installs
+        # one that asks the cluster's limiter actor); it has RateLimiter's interface.
+        shared = getattr(judge, "shared_limiter", None)
+        self.limiter = shared or RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        #: The structured-output mode of this run: it falls back (json_schema -> tool ->
+        #: prompt) when the endpoint rejects one, without touching the user's judge.
+        self.mode: Mode = "json_schema"
+        # Shared with other runs of this process on the same cache directory.
+        self.inflight = table_for(cache)
 
     async def run(
         self,
@@ -85,6 +137,8 @@ class ChatExecutor:
     ) -> None:
         """Send every ``(key, request)``; ``on_done`` is called as each finishes."""
         await self.judge.prepare()
+        if self.judge.transport not in self.stats.transports:
+            self.stats.transports.append(self.judge.transport)
         queue = iter(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done)) for _ in range(self.judge.concurrency)
@@ -97,17 +151,12 @@ class ChatExecutor:
             for w in workers:
                 w.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
+            await self.judge.release()
         busy = (time.process_time() - cpu_started) / max(1e-9, time.perf_counter() - wall_started)
-        if (
-            self.judge.processes == 1
-            and self.stats.requests_sent - sent_before >= CPU_HINT_MIN_REQUESTS
-            and busy >= CPU_HINT_BUSY
-        ):
-            self.stats.hints.append(
-                f"this process's CPU, not the judge, set the pace ({busy:.0%} busy while "
-                "sending; litellm spends ~4 ms of CPU per call): worker processes would "
-                "share the work (fk.Judge(..., processes=2), or --processes 2)"
-            )
+        sent = self.stats.requests_sent - sent_before
+        hint = cpu_hint(sent, busy, self.judge.processes, self.judge.transport)
+        if hint is not None:
+            self.stats.hints.append(hint)
 
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
         for key, request in queue:
@@ -117,98 +166,134 @@ class ChatExecutor:
                 self.stats.cache_hits += 1
                 on_done(key, _cached_outcome(entry))
                 continue
-            outcome = await self.send(request, key)
-            if outcome.answer is not None:
-                self.cache.set(
-                    key,
-                    {
-                        "answer": outcome.answer,
-                        "tokens": outcome.tokens,
-                        "cost_usd": outcome.cost_usd,
-                    },
-                )
+            owner = self.inflight.claim(key) if self.inflight is not None else None
+            if owner is not None:
+                # Another run of this process is paying for this very request.
+                shared = await wait_for(owner)
+                if shared is not None and shared.answer is not None:
+                    self.stats.cache_hits += 1
+                    on_done(key, replace(shared, cached=True, latency_s=0.0))
+                    continue
+            outcome = None
+            try:
+                outcome = await self.send(request, key)
+                if outcome.answer is not None:
+                    self.cache.set(
+                        key,
+                        {
+                            "answer": outcome.answer,
+                            "tokens": outcome.tokens,
+                            "cost_usd": outcome.cost_usd,
+                        },
+                    )
+            finally:
+                if owner is None and self.inflight is not None:
+                    self.inflight.finish(key, outcome)
             on_done(key, outcome)
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
         """One request through pacing, retries and re-asks, to an answer or an error."""
-        judge, stats = self.judge, self.stats
-        health = self.limiter.health
-        messages = list(request.messages)
-        retries = reasks = tokens = 0
-        cost: float | None = None
-        started = time.perf_counter()
+        progress = _Progress(list(request.messages), time.perf_counter())
         while True:
-            estimate = estimate_tokens(messages, judge.max_tokens)
-            await self.limiter.acquire(estimate)
-            stats.requests_sent += 1
-            sent_mode = judge.mode
-            try:
-                # litellm's timeout bounds each read, not the whole answer: a server that
-                # trickles its reply byte by byte would hold the call far longer.
-                raw = await bounded(judge.attempt(request, messages), judge.timeout)
-            except (asyncio.CancelledError, JudgeError):
-                raise
-            except Exception as exc:
-                fault = classify(exc, judge.secrets)
-                if fault.kind == "auth":
-                    raise JudgeAuthenticationError(fault.reason) from None
-                if fault.kind == "mode" and sent_mode != "prompt":
-                    # The endpoint rejects this structured-output mode: downgrade once for
-                    # the judge (other workers may have already), then resend.
-                    if judge.mode == sent_mode:
-                        judge.mode = "tool" if sent_mode == "json_schema" else "prompt"
-                    continue
-                retryable = fault.kind in ("rate_limited", "transient")
-                if retryable:
-                    health.on_failure(key or str(id(request)), fault.connect)
-                self._stop_if_endpoint_is_down(fault)
-                # During an outage the endpoint, not the request, is at fault: retry
-                # without spending the request's budget (the outage has its own).
-                outage = health.in_outage and judge.max_retries > 0
-                if retryable and (outage or retries < judge.max_retries):
-                    stats.retries += 1
-                    if fault.kind == "rate_limited":
-                        stats.rate_limited += 1
-                        self.limiter.on_rate_limited(fault.retry_after, retries)
-                    elif fault.retry_after is not None:
-                        self.limiter.pause(fault.retry_after)
-                    elif not outage:
-                        await asyncio.sleep(self.limiter.backoff(retries))
-                    if not outage:
-                        retries += 1
-                    continue
-                suffix = f" (after {retries} retries)" if retries else ""
-                return Outcome(
-                    None, fault.reason + suffix, tokens, cost, time.perf_counter() - started
-                )
-            self.limiter.settle(estimate, raw.tokens)
-            self.limiter.on_success()
-            stats.tokens += raw.tokens
-            tokens += raw.tokens
-            if raw.cost_usd is not None:
-                cost = (cost or 0.0) + raw.cost_usd
-                stats.cost_usd = (stats.cost_usd or 0.0) + raw.cost_usd
-            try:
-                answer = parse_answer(raw.text, raw.refusal, request)
-            except ParseFailure as failure:
-                if failure.kind != "refusal" and reasks < MAX_REASKS:
-                    reasks += 1
-                    stats.reasks += 1
-                    messages = [
-                        *messages,
-                        {"role": "assistant", "content": raw.text or ""},
-                        {"role": "user", "content": reask_message(failure, request)},
-                    ]
-                    continue
-                suffix = f" (after {reasks} re-asks)" if reasks else ""
-                reason = redact(str(failure) + suffix, judge.secrets)
-                return Outcome(None, reason, tokens, cost, time.perf_counter() - started)
-            return Outcome(answer, None, tokens, cost, time.perf_counter() - started)
+            estimate = await self._pace(progress)
+            mode = self.mode
+            self.stats.requests_sent += 1
+            result = await self.judge.call(request, progress.messages, mode)
+            if isinstance(result, Fault):
+                outcome = await self._handle_fault(result, mode, progress, key or str(id(request)))
+            else:
+                outcome = self._take_reply(result, estimate, request, progress)
+            if outcome is not None:
+                return outcome
+
+    async def _pace(self, progress: _Progress) -> int:
+        """Wait for the limiter; returns the token estimate taken from the TPM bucket."""
+        estimate = estimate_tokens(progress.messages, self.judge.max_tokens)
+        await self.limiter.acquire(estimate)
+        return estimate
+
+    async def _handle_fault(
+        self, fault: Fault, mode: Mode, progress: _Progress, key: str
+    ) -> Outcome | None:
+        """Decide what a failed attempt means: ``None`` to send again, else the outcome.
+
+        Raises :class:`JudgeError` when no row of the run could succeed.
+        """
+        judge, health = self.judge, self.limiter.health
+        self.limiter.observe(fault.headers)
+        if fault.kind == "auth":
+            raise JudgeAuthenticationError(fault.reason) from None
+        if fault.kind == "config":
+            raise JudgeConfigurationError(fault.reason) from None
+        fallback = NEXT_MODE[mode]
+        if fault.kind == "mode" and fallback is not None:
+            # The endpoint rejects this structured-output mode: fall back once for the run
+            # (other workers may have already), then resend.
+            if self.mode == mode:
+                self.mode = fallback
+            return None
+        retryable = fault.kind in ("rate_limited", "transient")
+        if retryable:
+            health.on_failure(key, fault.connect)
+        self._stop_if_endpoint_is_down(fault)
+        # During an outage the endpoint, not the request, is at fault: retry without
+        # spending the request's budget (the outage has its own).
+        outage = health.in_outage and judge.max_retries > 0
+        if not retryable or not (outage or progress.retries < judge.max_retries):
+            suffix = f" (after {progress.retries} retries)" if progress.retries else ""
+            return progress.outcome(None, fault.reason + suffix)
+        self.stats.retries += 1
+        if fault.kind == "rate_limited":
+            self.stats.rate_limited += 1
+            self.limiter.on_rate_limited(fault.retry_after, progress.retries)
+        elif fault.retry_after is not None:
+            self.limiter.pause(fault.retry_after)
+        elif not outage:
+            await asyncio.sleep(self.limiter.backoff(progress.retries))
+        if not outage:
+            progress.retries += 1
+        return None
+
+    def _take_reply(
+        self, raw: RawReply, estimate: int, request: ChatRequest, progress: _Progress
+    ) -> Outcome | None:
+        """Account for an answer and parse it: the outcome, or ``None`` after queueing a
+        re-ask (an unreadable answer or an out-of-rubric label)."""
+        stats, secrets = self.stats, self.judge.secrets
+        # An endpoint may echo credentials into its answer: they must not reach the
+        # cache, the output or a re-ask.
+        raw.text = _secrets.redact(raw.text, secrets) if raw.text else raw.text
+        raw.refusal = _secrets.redact(raw.refusal, secrets) if raw.refusal else None
+        self.limiter.settle(estimate, raw.tokens)
+        self.limiter.on_success()
+        self.limiter.observe(raw.headers)
+        stats.tokens += raw.tokens
+        progress.tokens += raw.tokens
+        if raw.cost_usd is not None:
+            progress.cost = (progress.cost or 0.0) + raw.cost_usd
+            stats.cost_usd = (stats.cost_usd or 0.0) + raw.cost_usd
+        try:
+            return progress.outcome(parse_answer(raw.text, raw.refusal, request), None)
+        except ParseFailure as failure:
+            if failure.kind != "refusal" and progress.reasks < MAX_REASKS:
+                progress.reasks += 1
+                stats.reasks += 1
+                progress.messages = [
+                    *progress.messages,
+                    {"role": "assistant", "content": raw.text or ""},
+                    {"role": "user", "content": reask_message(failure, request)},
+                ]
+                return None
+            suffix = f" (after {progress.reasks} re-asks)" if progress.reasks else ""
+            return progress.outcome(None, _secrets.redact(str(failure) + suffix, secrets))
 
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
         judge, health = self.judge, self.limiter.health
-        where = redact(judge.api_base or f"the default endpoint of {judge.model!r}", judge.secrets)
+        where = _secrets.redact(
+            _secrets.safe_url(judge.api_base) or f"the default endpoint of {judge.model!r}",
+            judge.secrets,
+        )
         if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
             raise JudgeError(
                 f"cannot reach the judge at {where}: the first {health.connect_failures} "

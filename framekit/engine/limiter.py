@@ -3,8 +3,15 @@
 Every worker asks the limiter before each attempt. Requests are spaced evenly (no burst
 at start-up) because providers count requests over sliding windows: a burst that is
 "within the minute's budget" still draws 429s. On a 429 all workers pause until the
-server's ``Retry-After`` (or a jittered back-off), the request rate drops
-multiplicatively, and then recovers additively with each success (AIMD).
+server's ``Retry-After`` (or a jittered back-off), the request rate is trimmed a
+little, and then recovers additively with each success.
+
+The limit is the configured ``rpm``/``tpm`` or the one the endpoint announces in its
+rate-limit headers (:mod:`framekit.engine.pacing`), whichever is lower: the first request
+of a run goes out alone and its answer's headers set the pace for the rest.
+Requests are paced a small margin under the limit with almost nothing banked, because
+providers enforce a minute's budget over windows as short as one second (60,000 RPM as
+about 1,000 per second): pacing at exactly the limit meets those windows' edges with 429s.
 
 When the endpoint as a whole fails (an outage: a 503 storm, a restart), the limiter
 lets one probe request through per interval instead of every worker hammering it, and
@@ -16,6 +23,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Mapping
+
+from framekit.engine.pacing import read_limits
 
 
 class TokenBucket:
@@ -121,15 +131,17 @@ class RateLimiter:
         Seeds the back-off jitter (tests).
     """
 
-    #: Fraction of the configured rate kept after each 429.
-    DECREASE = 0.7
-    #: Fraction of the configured rate regained per successful request.
-    RECOVER = 0.02
-    #: Seconds of requests the bucket may bank. A bucket of exactly one request loses the
-    #: time by which every wake-up is late (the event loop is busy parsing answers), which
-    #: cost a third of the configured rate; a quarter second of slack pays that back
-    #: while a burst stays within 0.4 % of a minute's budget.
-    SLACK_S = 0.25
+    #: Fraction of the rate kept after each 429: a known limit was only just exceeded
+    #: (a quantised window, a clock skew), so a small trim is enough; halving it would
+    #: cost far more throughput than the 429 did.
+    DECREASE = 0.95
+    #: Fraction of the full rate regained per successful request.
+    RECOVER = 0.002
+    #: Fraction of the limit left unused, so that the shortest windows a provider counts
+    #: in (one second) never see more than the limit, and the most the bucket may bank
+    #: (in seconds of requests): a request sent late (a busy event loop) may be caught up,
+    #: but never a burst over a one-second window's share.
+    MARGIN = 0.06
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None, seed: int | None = None):
         self.rpm = rpm
@@ -137,18 +149,73 @@ class RateLimiter:
         self._rng = random.Random(seed)
         self._rate_factor = 1.0
         self._requests: TokenBucket | None = None
-        if rpm:
-            rate = rpm / 60.0
-            # Starts with one request, not a full bucket: no start-up burst.
-            self._requests = TokenBucket(rate, capacity=max(1.0, rate * self.SLACK_S), level=1.0)
-        self._tokens = TokenBucket(tpm / 60.0, capacity=tpm / 60.0) if tpm else None
+        self._tokens: TokenBucket | None = None
+        #: The requests-per-minute limit in force: configured, or announced if lower.
+        self.limit_rpm: float | None = None
+        self.limit_tpm: float | None = None
+        self._set_rpm(rpm)
+        self._set_tpm(tpm)
         self._paused_until = 0.0
         self._lock = asyncio.Lock()
         self.health = EndpointHealth(self._rng)
+        # One request goes out first and its answer (its headers) tells the limit before
+        # the others follow: no start-up burst into a 429 storm when the endpoint's limit
+        # is unknown or lower than the configured one. It costs one round trip per run.
+        self._first_answer: asyncio.Event | None = asyncio.Event()
+        self._first_sent = False
+
+    def _set_rpm(self, rpm: float | None) -> None:
+        if not rpm or rpm == self.limit_rpm:
+            return
+        self.limit_rpm = rpm
+        per_second = rpm / 60.0
+        rate = per_second * (1.0 - self.MARGIN) * self._rate_factor
+        capacity = max(1.0, per_second * self.MARGIN)
+        level = 1.0 if self._requests is None else min(self._requests.level, capacity)
+        # Starts with one request, not a full bucket: no start-up burst.
+        self._requests = TokenBucket(rate, capacity=capacity, level=level)
+
+    def _set_tpm(self, tpm: float | None) -> None:
+        if not tpm or tpm == self.limit_tpm:
+            return
+        self.limit_tpm = tpm
+        per_second = tpm / 60.0
+        level = None if self._tokens is None else min(self._tokens.level, per_second)
+        self._tokens = TokenBucket(per_second * (1.0 - self.MARGIN), per_second, level)
+
+    @property
+    def request_rate(self) -> float | None:
+        """Requests per second the pacing currently allows (``None``: unpaced)."""
+        return None if self._requests is None else self._requests.rate
+
+    def paused_for(self) -> float:
+        """Seconds every worker still waits after a 429 or an exhausted limit."""
+        return max(0.0, self._paused_until - time.monotonic())
+
+    def observe(self, headers: Mapping[str, str]) -> None:
+        """Learn from an answer's rate-limit headers: adopt an announced limit lower than
+        the configured one (or the only one), and pause when none is left."""
+        if self._first_answer is not None:
+            self._first_answer.set()
+        if not headers:
+            return
+        announced = read_limits(headers)
+        if announced is None:
+            return
+        if announced.rpm and (self.rpm is None or announced.rpm < self.rpm):
+            self._set_rpm(announced.rpm)
+        if announced.tpm and (self.tpm is None or announced.tpm < self.tpm):
+            self._set_tpm(announced.tpm)
+        if announced.requests_left == 0 and announced.requests_reset_s:
+            self.pause(min(60.0, announced.requests_reset_s))
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about ``tokens`` tokens may be sent."""
         async with self._lock:
+            if self._first_answer is not None and not self._first_answer.is_set():
+                if self._first_sent:
+                    await self._first_answer.wait()
+                self._first_sent = True
             while True:
                 now = time.monotonic()
                 wait = self._paused_until - now
@@ -183,8 +250,9 @@ class RateLimiter:
         """Pause every worker after a 429; returns the pause in seconds."""
         pause = retry_after if retry_after is not None else self.backoff(attempt)
         self._paused_until = max(self._paused_until, time.monotonic() + pause)
-        self._rate_factor = max(0.05, self._rate_factor * self.DECREASE)
-        self._apply_rate()
+        if self.limit_rpm:
+            self._rate_factor = max(0.05, self._rate_factor * self.DECREASE)
+            self._apply_rate()
         return pause
 
     def pause(self, seconds: float) -> None:
@@ -196,5 +264,5 @@ class RateLimiter:
         return self._rng.uniform(0, min(cap, base * 2**attempt))
 
     def _apply_rate(self) -> None:
-        if self._requests is not None and self.rpm:
-            self._requests.rate = self.rpm / 60.0 * self._rate_factor
+        if self._requests is not None and self.limit_rpm:
+            self._requests.rate = self.limit_rpm / 60.0 * (1.0 - self.MARGIN) * self._rate_factor

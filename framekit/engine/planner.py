@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import json
 import time
-from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,15 +19,17 @@ import numpy as np
 
 from framekit._errors import RecordError
 from framekit._score import Score
+from framekit._secrets import redact, registered
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator, Verdict
-from framekit.judges.base import ChatRequest, JudgeLike, resolve_judge
+from framekit.judges.base import ChatRequest, JudgeLike
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.resolve import resolve_judge
 from framekit.judges.structured import one_line
 
 
@@ -111,6 +112,102 @@ def _schema_bytes(schema: dict[str, Any]) -> bytes:
     return encoded
 
 
+#: A place in a run: (job index, record index).
+Slot = tuple[int, int]
+
+
+@dataclass
+class PlannedChat:
+    """One distinct chat request, and every record of every job waiting for its answer."""
+
+    judge: Judge
+    request: ChatRequest
+    slots: list[Slot] = field(default_factory=list)
+
+
+@dataclass
+class EmbeddingNeed:
+    """The texts one record needs embedded before its verdict, and who embeds them."""
+
+    slot: Slot
+    texts: list[str]
+    backend: str | None = None  # model id of the backend; None when nothing is embedded
+
+
+@dataclass
+class EmbeddingBatch:
+    """Every text one embedding backend embeds in a run, and what came back."""
+
+    backend: EmbeddingBackend
+    texts: list[str] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+
+
+def prepare_records(
+    jobs: Sequence[Job], report: ProgressFn | None = None
+) -> list[list[dict[str, Any] | None]]:
+    """Each job's records as its evaluator prepares them; ``None`` (and the record's
+    error in ``job.results``) where a record cannot be evaluated."""
+    report = report or (lambda n, kind: None)
+    prepared: list[list[dict[str, Any] | None]] = []
+    for job in jobs:
+        job.results = [RecordResult() for _ in job.records]
+        rows: list[dict[str, Any] | None] = []
+        for i, raw in enumerate(job.records):
+            try:
+                ready = job.evaluator.prepare(raw)
+            except RecordError as exc:
+                rows.append(None)
+                job.results[i].error = str(exc)
+                report(job.weights[i], "failed")
+                continue
+            known = job.evaluator.known_verdict(ready)
+            if known is None:
+                rows.append(ready)
+                continue
+            # Scored without a judge (an empty retrieval): nothing to send or cache.
+            rows.append(None)
+            settled = job.results[i]
+            _apply(settled, known)
+            settled.tokens, settled.cost_usd, settled.cached = 0, 0.0, False
+            settled.latency_s, settled.reported = 0.0, True
+            report(job.weights[i], "done")
+        prepared.append(rows)
+    return prepared
+
+
+def plan_chats(
+    jobs: Sequence[Job], prepared: list[list[dict[str, Any] | None]]
+) -> dict[str, PlannedChat]:
+    """The distinct chat requests of LLM-judged jobs, by cache key, in order of first use.
+
+    A record whose request cannot be built gets its error in ``job.results`` and ``None``
+    in ``prepared``. The dry run reads the same plan, so its counts match a real run's.
+    """
+    plan: dict[str, PlannedChat] = {}
+    for j, (job, rows) in enumerate(zip(jobs, prepared)):
+        judge = job.judge
+        if not isinstance(judge, Judge):
+            continue
+        prefix = _chat_prefix(job.evaluator, judge)
+        for i, record in enumerate(rows):
+            if record is None:
+                continue
+            try:
+                request = job.evaluator.build_request(record)
+            except RecordError as exc:
+                job.results[i].error = str(exc)
+                rows[i] = None
+                continue
+            key = chat_key(prefix, request)
+            planned = plan.get(key)
+            if planned is None:
+                planned = plan[key] = PlannedChat(judge, request)
+            planned.slots.append((j, i))
+    return plan
+
+
 async def run_jobs(
     jobs: Sequence[Job],
     cache: Cache,
@@ -120,19 +217,7 @@ async def run_jobs(
 ) -> None:
     """Fill ``job.results`` for every job."""
     report = progress or (lambda n, kind: None)
-    prepared: list[list[dict[str, Any] | None]] = []
-    for job in jobs:
-        job.results = [RecordResult() for _ in job.records]
-        rows: list[dict[str, Any] | None] = []
-        for i, raw in enumerate(job.records):
-            try:
-                rows.append(job.evaluator.prepare(raw))
-            except RecordError as exc:
-                rows.append(None)
-                job.results[i].error = str(exc)
-                report(job.weights[i], "failed")
-        prepared.append(rows)
-
+    prepared = prepare_records(jobs, report)
     answers = await _chat_stage(jobs, prepared, cache, stats, report, show_embedding_progress)
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
     for job, rows in zip(jobs, prepared):
@@ -158,32 +243,14 @@ async def _chat_stage(
     stats: RunStats,
     report: ProgressFn,
     show: bool = False,
-) -> dict[tuple[int, int], dict[str, Any]]:
-    """Answers of LLM judges, keyed by (job index, record index)."""
-    waiting: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    requests: dict[str, tuple[Judge, ChatRequest]] = {}
-    for j, (job, rows) in enumerate(zip(jobs, prepared)):
-        judge = job.judge
-        if not isinstance(judge, Judge):
-            continue
-        prefix = _chat_prefix(job.evaluator, judge)
-        for i, record in enumerate(rows):
-            if record is None:
-                continue
-            try:
-                request = job.evaluator.build_request(record)
-            except RecordError as exc:
-                job.results[i].error = str(exc)
-                rows[i] = None
-                continue
-            key = chat_key(prefix, request)
-            waiting[key].append((j, i))
-            requests.setdefault(key, (judge, request))
-    stats.unique_requests += len(requests)
-    answers: dict[tuple[int, int], dict[str, Any]] = {}
+) -> dict[Slot, dict[str, Any]]:
+    """Answers of LLM judges, by slot."""
+    plan = plan_chats(jobs, prepared)
+    stats.unique_requests += len(plan)
+    answers: dict[Slot, dict[str, Any]] = {}
 
     def settle(key: str, outcome: Outcome) -> None:
-        for j, i in waiting[key]:
+        for j, i in plan[key].slots:
             result = jobs[j].results[i]
             result.tokens, result.cost_usd = outcome.tokens, outcome.cost_usd
             result.cached, result.latency_s = outcome.cached, outcome.latency_s
@@ -201,7 +268,7 @@ async def _chat_stage(
                         "cached" if outcome.cached else "done",
                     )
 
-    hits = cache.get_many(requests)
+    hits = cache.get_many(plan)
     for key, entry in hits.items():
         stats.cache_hits += 1
         settle(
@@ -210,20 +277,20 @@ async def _chat_stage(
                 entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True
             ),
         )
-    by_judge: dict[int, list[tuple[str, ChatRequest]]] = defaultdict(list)
-    judges: dict[int, Judge] = {}
-    for key, (judge, request) in requests.items():
+    # The misses, grouped by judge: each judge sends its own under its own limits.
+    misses: dict[int, tuple[Judge, list[tuple[str, ChatRequest]]]] = {}
+    for key, planned in plan.items():
         if key not in hits:
-            by_judge[id(judge)].append((key, request))
-            judges[id(judge)] = judge
+            group = misses.setdefault(id(planned.judge), (planned.judge, []))
+            group[1].append((key, planned.request))
     await asyncio.gather(
         *(
             (
-                BatchExecutor(judges[jid], cache, stats, show).run(items, settle)
-                if getattr(judges[jid], "batch", False)
-                else ChatExecutor(judges[jid], cache, stats).run(items, settle)
+                BatchExecutor(judge, cache, stats, show).run(items, settle)
+                if getattr(judge, "batch", False)
+                else ChatExecutor(judge, cache, stats).run(items, settle)
             )
-            for jid, items in by_judge.items()
+            for judge, items in misses.values()
         )
     )
     return answers
@@ -232,16 +299,14 @@ async def _chat_stage(
 async def _embedding_stage(
     jobs: Sequence[Job],
     prepared: list[list[dict[str, Any] | None]],
-    answers: dict[tuple[int, int], dict[str, Any]],
+    answers: dict[Slot, dict[str, Any]],
     cache: Cache,
     stats: RunStats,
     show_progress: bool,
 ) -> None:
     """Embed what verdicts need, then turn answers and vectors into verdicts."""
-    needs: dict[tuple[int, int], list[str]] = {}
-    backends: dict[str, EmbeddingBackend] = {}
-    backend_of: dict[tuple[int, int], str] = {}
-    texts_by_backend: dict[str, list[str]] = defaultdict(list)
+    needs: list[EmbeddingNeed] = []
+    batches: dict[str, EmbeddingBatch] = {}
     for j, (job, rows) in enumerate(zip(jobs, prepared)):
         ev = job.evaluator
         for i, record in enumerate(rows):
@@ -257,34 +322,35 @@ async def _embedding_stage(
             except RecordError as exc:
                 job.results[i].error = str(exc)
                 continue
-            needs[(j, i)] = texts
+            need = EmbeddingNeed((j, i), texts)
             if backend is not None and texts:
-                backends[backend.model_id] = backend
-                backend_of[(j, i)] = backend.model_id
-                texts_by_backend[backend.model_id].extend(texts)
+                need.backend = backend.model_id
+                batch = batches.setdefault(backend.model_id, EmbeddingBatch(backend))
+                batch.texts.extend(texts)
+            needs.append(need)
 
-    vectors: dict[str, dict[str, np.ndarray]] = {}
-    failures: dict[str, str] = {}
-    for model_id, texts in texts_by_backend.items():
+    for batch in batches.values():
         try:
-            vectors[model_id] = await embed_texts(
-                backends[model_id], texts, cache, stats, show_progress
+            batch.vectors = await embed_texts(
+                batch.backend, batch.texts, cache, stats, show_progress
             )
         except Exception as exc:
-            failures[model_id] = (
-                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}"
+            batch.error = redact(
+                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}",
+                registered(),
             )
 
-    for (j, i), texts in needs.items():
+    for need in needs:
+        j, i = need.slot
         job = jobs[j]
         result = job.results[i]
         record = prepared[j][i]
         assert record is not None
-        source = backend_of.get((j, i))
-        if source is not None and source in failures:
-            result.error = failures[source]
+        source = batches[need.backend] if need.backend is not None else None
+        if source is not None and source.error is not None:
+            result.error = source.error
             continue
-        vecs = [vectors[source][t] for t in texts] if source else []
+        vecs = [source.vectors[t] for t in need.texts] if source is not None else []
         try:
             if isinstance(job.judge, LocalJudge):
                 verdict = job.evaluator.local_verdict(record, vecs)

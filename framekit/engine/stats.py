@@ -32,6 +32,8 @@ class RunStats:
     #: and the provider's ids of the batches this run submitted.
     batch_requests: int = 0
     batches: list[str] = field(default_factory=list)
+    #: The judge transports the run's calls went through ("http", "litellm").
+    transports: list[str] = field(default_factory=list)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
 
@@ -45,6 +47,8 @@ class RunStats:
             f"{self.cache_hits} cache hits, {self.failures} failed, "
             f"{self.tokens} tokens, {cost}"
         )
+        if self.transports:
+            line += f" (via {', '.join(self.transports)})"
         if self.batch_requests:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
         return self.with_hints(line)

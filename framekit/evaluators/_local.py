@@ -1,6 +1,6 @@
 """The offline judge's verdicts: embedding similarities mapped onto each evaluator's scale.
 
-The numbers come from :mod:`framekit.judges.local_methods` (similarities and the cut
+The numbers come from :mod:`framekit.judges.local.methods` (similarities and the cut
 points calibrated there); this module only decides, per evaluator, which texts to compare
 and how to say what was measured. Each explanation names the method and its numbers, so a
 local score is never mistaken for an LLM's reading.
@@ -13,20 +13,20 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from framekit._errors import RecordError
 from framekit.evaluators import _prompt
-from framekit.evaluators.base import Verdict
+from framekit.evaluators.base import Evaluator, Verdict
 
 if TYPE_CHECKING:
-    from framekit.evaluators.answer_relevancy import AnswerRelevancy
     from framekit.evaluators.rubric import RubricEvaluator
-    from framekit.judges.local_methods import Scale
+    from framekit.judges.local.methods import Scale
 
 PASS_MARK = 0.7  # AnswerRelevancy's default threshold; the direct mapping is anchored on it
 
 
 def _lm() -> Any:
     # Imported on first use: it reads the calibration file.
-    from framekit.judges import local_methods
+    from framekit.judges.local import methods as local_methods
 
     return local_methods
 
@@ -79,11 +79,21 @@ def context_verdict(
 
 
 def coherence_texts(record: Mapping[str, Any]) -> list[str]:
-    """The response's sentences, then the turn just before it (the request, else the last
-    earlier turn with text) when there is one."""
-    texts = sentences(record)
-    before = previous_turn(record)
-    return [*texts, before] if before else texts
+    """The response's sentences (the request is not used offline).
+
+    Raises :class:`RecordError` when the shipped calibration found the offline method
+    unusable (summary-level Spearman with experts under its floor): the row then fails
+    with the measured figure instead of receiving a label that carries no information.
+    """
+    fit = _lm().CALIBRATION.source["coherence"]
+    if not fit.get("usable", False):
+        figure = fit.get("offline_figure")
+        raise RecordError(
+            f"offline coherence is not measured to agree with people (SummEval dev "
+            f"Spearman {figure}); use an LLM judge (judge='openai/gpt-4o-mini' or "
+            "$FRAMEKIT_JUDGE) for coherence"
+        )
+    return sentences(record)
 
 
 def sentences(record: Mapping[str, Any]) -> list[str]:
@@ -92,6 +102,7 @@ def sentences(record: Mapping[str, Any]) -> list[str]:
 
 
 def previous_turn(record: Mapping[str, Any]) -> str | None:
+    """The request, else the last earlier turn with text (``None`` when neither)."""
     if record.get("input") is not None and _prompt.as_text(record["input"]).strip():
         return _prompt.as_text(record["input"])
     history = record.get("history")
@@ -107,30 +118,32 @@ def previous_turn(record: Mapping[str, Any]) -> str | None:
 def coherence_verdict(
     ev: RubricEvaluator, record: Mapping[str, Any], vectors: list[np.ndarray]
 ) -> Verdict:
-    """Coherence: mean cosine of consecutive sentences (the turn before the response
-    leading), on the five-level coherence scale."""
+    """Coherence: focus and repetition combined by the fit to SummEval expert ratings."""
+    from framekit.judges.local import coherence as lc
+
     lm = _lm()
-    n = len(sentences(record))
-    sentence_vecs = np.vstack(vectors[:n])
-    history_vecs = np.vstack(vectors[n:]) if len(vectors) > n else None
-    similarity = lm.coherence_similarity(sentence_vecs, history_vecs)
-    pairs = n - 1 + (1 if history_vecs is not None else 0)
-    if pairs == 0:
-        method = "a single sentence with nothing before it: nothing to contradict"
-    else:
-        lead = ", the previous turn leading" if history_vecs is not None else ""
-        method = f"mean over {pairs} consecutive sentence pair(s) of {n} sentence(s){lead}"
-    return _labelled(
-        ev,
-        similarity,
-        lm.CALIBRATION.coherence_five,
-        method,
-        measure="mean cosine",
-        calibrated_on="Wikipedia sentence order",
+    section = lm.CALIBRATION.source["coherence"]
+    focus = lc.focus(np.vstack(vectors))
+    repeated = lc.repetition(_prompt.as_text(record["output"]))
+    rating = lc.expected_rating(focus, repeated, section["fit"])
+    scale = lm.CALIBRATION.coherence_five
+    labels = sorted(ev.choices, key=lambda label: ev.choices[label])
+    label = lm.label_for(rating, scale.cuts, labels)
+    bands = ", ".join(f"{c:.3f}" for c in scale.cuts)
+    single = "; a single sentence has nothing to stray from" if len(vectors) == 1 else ""
+    explanation = (
+        f"Local similarity proxy (focus of {len(vectors)} sentence(s){single}, and word "
+        "repetition, "
+        f"all-MiniLM-L6-v2): focus {focus:.3f}, repeated trigrams {repeated:.3f}, fitted "
+        f"expert rating {rating:.3f} on [0, 1]; cut points {bands} separate "
+        f"{' < '.join(labels)} (fitted on SummEval, where it agrees with experts at "
+        f"Spearman {section['offline_figure']:.2f}; an LLM judge reaches about 0.58); "
+        "not an LLM reading."
     )
+    return Verdict(ev.choices[label], label, explanation)
 
 
-def direct_relevancy(ev: AnswerRelevancy, request: np.ndarray, response: np.ndarray) -> Verdict:
+def direct_relevancy(ev: Evaluator, request: np.ndarray, response: np.ndarray) -> Verdict:
     """AnswerRelevancy without a question writer: the request/response cosine mapped onto
     [0, 1] piecewise linearly, 0 -> 0, the calibrated relevant cut -> 0.7, 1 -> 1."""
     lm = _lm()
@@ -142,7 +155,8 @@ def direct_relevancy(ev: AnswerRelevancy, request: np.ndarray, response: np.ndar
         value = PASS_MARK + (1.0 - PASS_MARK) * (similarity - cut) / (1.0 - cut)
     value = min(1.0, max(0.0, value))
     explanation = (
-        f"Local direct comparison (no question writer): request vs response cosine "
+        f"Local similarity proxy, direct comparison (no question writer): request vs "
+        f"response cosine "
         f"{similarity:.3f}, mapped linearly so that 0 -> 0, the calibrated relevance cut "
         f"{cut:.3f} -> {PASS_MARK} and 1 -> 1, giving {value:.3f}. Noncommittal answers "
         "are not detected offline."

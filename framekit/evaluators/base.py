@@ -12,6 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, MappingError, RecordError
@@ -25,6 +26,58 @@ if TYPE_CHECKING:
     from framekit.judges.base import ChatRequest, JudgeLike
 
 FIELDS = ("input", "output", "context", "history")
+
+#: Field names other projects use, accepted in ``mapping=`` and ``score(...)``: Fiddler's
+#: ContextRelevance reads ``user_query`` and ``retrieved_documents``; Phoenix's templates
+#: say ``query`` and ``reference``.
+FIELD_ALIASES = {
+    "user_query": "input",
+    "query": "input",
+    "retrieved_documents": "context",
+    "reference": "context",
+}
+
+#: Aliases unambiguous enough to pick a column by its name when no mapping is given.
+#: ("reference" often names a gold answer, and "query" a search string: map those.)
+COLUMN_ALIASES = ("user_query", "retrieved_documents")
+
+
+def canonical_fields(fields: Mapping[str, Any], owner: str = "score") -> dict[str, Any]:
+    """``fields`` with alias names (:data:`FIELD_ALIASES`) renamed to canonical ones.
+
+    Examples
+    --------
+    >>> canonical_fields({"user_query": "q", "retrieved_documents": ["d"]})
+    {'input': 'q', 'context': ['d']}
+    """
+    out: dict[str, Any] = {}
+    given_as: dict[str, str] = {}
+    for key, value in fields.items():
+        canonical = FIELD_ALIASES.get(key, key)
+        if canonical in out:
+            raise InputError(
+                f"{owner}: field {canonical!r} is given twice, as {given_as[canonical]!r} "
+                f"and as {key!r}; give it once"
+            )
+        out[canonical], given_as[canonical] = value, key
+    return out
+
+
+def pick_judge(
+    owner: str,
+    judge: JudgeLike | None,
+    llm: JudgeLike | None = None,
+    model: JudgeLike | None = None,
+) -> JudgeLike | None:
+    """The one judge given as ``judge=``, or by the names other projects use: ``llm=``
+    (Phoenix) or ``model=`` (Strands, Fiddler). Two of them at once is an error."""
+    given = {k: v for k, v in (("judge", judge), ("llm", llm), ("model", model)) if v is not None}
+    if len(given) > 1:
+        raise InputError(
+            f"{owner}: give the judge once; got {' and '.join(f'{k}=' for k in given)} "
+            "(llm= and model= are aliases of judge=)"
+        )
+    return next(iter(given.values()), None)
 
 
 @dataclass(frozen=True)
@@ -61,14 +114,18 @@ class Evaluator(ABC):
         name: str | None = None,
         threshold: float | None = None,
         judge: JudgeLike | None = None,
+        llm: JudgeLike | None = None,
+        model: JudgeLike | None = None,
     ) -> None:
         self.name = name or snake_case(type(self).__name__)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
             raise InputError(f"evaluator name {self.name!r} must be a valid column prefix")
+        if isinstance(threshold, bool) or not (threshold is None or isinstance(threshold, Real)):
+            raise InputError(f"{self.name}: threshold must be a number in [0, 1], got {threshold!r}")
         self.threshold = self.default_threshold if threshold is None else float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
-        self.judge = judge
+        self.judge = pick_judge(self.name, judge, llm, model)
 
     # -- fields ---------------------------------------------------------------------
     @property
@@ -93,6 +150,14 @@ class Evaluator(ABC):
             if record[f] is None:
                 raise RecordError(f"field {f!r} is null")
         return record
+
+    def known_verdict(self, record: Mapping[str, Any]) -> Verdict | None:
+        """A verdict that needs no judge call (an empty retrieval), else ``None``.
+
+        The engine asks this after :meth:`prepare`: a record with a known verdict is
+        scored at once, by every kind of judge alike, and never sent or cached.
+        """
+        return None
 
     # -- LLM judge path -------------------------------------------------------------
     @abstractmethod
@@ -157,7 +222,7 @@ class Evaluator(ABC):
         """Score one record; awaitable form of :meth:`score`."""
         from framekit.engine.planner import score_one
 
-        return await score_one(self, fields, judge=judge, cache=cache)
+        return await score_one(self, canonical_fields(fields, self.name), judge=judge, cache=cache)
 
     def score(
         self,

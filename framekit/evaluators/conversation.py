@@ -15,6 +15,7 @@ from framekit._errors import RecordError
 from framekit.evaluators import _messages, _prompt
 from framekit.evaluators.base import Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
+from framekit.evaluators.templates import DEFAULT_VERSION
 from framekit.judges.base import ChatRequest
 
 if TYPE_CHECKING:
@@ -43,7 +44,9 @@ class ConversationEvaluator(RubricEvaluator):
         judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
-        version: str = "v0",
+        version: str = DEFAULT_VERSION,
+        llm: JudgeLike | None = None,
+        model: JudgeLike | None = None,
     ) -> None:
         super().__init__(
             name=name,
@@ -52,11 +55,17 @@ class ConversationEvaluator(RubricEvaluator):
             system_prompt=system_prompt,
             include_inputs=include_inputs,
             version=version,
+            llm=llm,
+            model=model,
         )
         extra = self.spec.extra
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
         if not include_inputs:
             self.prompt_template = self.prompt_template_without_input
+            # The request is not shown, so it is not required; when mapped it still
+            # locates the judged turn inside the history.
+            self.required_fields = tuple(f for f in self.required_fields if f != "input")  # type: ignore[misc]
+            self.optional_fields = ("input", *(f for f in self.optional_fields if f != "input"))  # type: ignore[misc]
         self.history_template: str = str(extra.get("history", "{history}")).strip()
 
     def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
@@ -90,11 +99,9 @@ class ConversationEvaluator(RubricEvaluator):
         user = _prompt.render(template, texts)
         if "history" in texts and "{history}" not in template:
             user = _prompt.render(self.history_template, texts) + "\n\n" + user
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         return ChatRequest(
-            messages=[
-                {"role": "system", "content": self.system_prompt},
-                {"role": "user", "content": user},
-            ],
+            messages=[*system, {"role": "user", "content": user}],
             schema_name=self.name,
             schema=self.answer_schema(),
             label_field="label",
@@ -103,12 +110,15 @@ class ConversationEvaluator(RubricEvaluator):
 
 
 class ResponseRelevance(ConversationEvaluator):
-    """How much of the response bears on what was asked: a five-level rubric.
+    """Whether the response directly and fully addresses the question: a five-level rubric.
 
     Labels and scores: Not At All 0.0, Not Generally 0.25, Neutral/Mixed 0.5,
-    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. Relevance, not factual
-    accuracy: unrelated material lowers the rating, an honest "I can't answer that" to the
-    question asked is still relevant, and repetition is not penalised.
+    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. The default template
+    (``version="v1"``) follows Strands Agents' ResponseRelevanceEvaluator: the judge
+    reasons step by step, and the top label means the response directly and fully
+    addresses the question; missing key parts or unrelated content lower it; relevance is
+    not correctness. ``version="v0"`` is framekit's first rubric ("how much of the
+    response bears on the request"), kept to reproduce earlier runs.
 
     Fields: ``input`` (the request) and ``output`` (the response), optional ``history``
     (earlier turns as ``{"role", "content"}`` messages, tool calls and tool results
@@ -119,20 +129,23 @@ class ResponseRelevance(ConversationEvaluator):
     ----------
     name, threshold, judge
         Column prefix (default ``response_relevance``), pass mark (default 0.5), and a
-        judge for this evaluator alone.
+        judge for this evaluator alone (aliases ``model=``, as in Strands, and ``llm=``).
     system_prompt
         Replaces the built-in instructions (the rubric); the label set is unchanged.
     include_inputs
-        ``False`` leaves the request out of the prompt.
+        ``False`` leaves the request out of the prompt, and ``input`` is then not
+        required: the response is judged against the earlier turns (the offline judge
+        compares it with the last earlier turn).
     version
-        Prompt template version (``"v0"``); an unknown version lists the known ones.
+        Prompt template version (``"v1"``, or ``"v0"``); an unknown version lists the
+        known ones.
 
     Notes
     -----
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     the response are embedded (all-MiniLM-L6-v2) and their cosine similarity is mapped onto
     the five labels by cut points calibrated on WikiQA question/answer pairs
-    (``framekit.judges.local_methods.CALIBRATION.relevance_five``); the explanation quotes
+    (``framekit.judges.local.methods.CALIBRATION.relevance_five``); the explanation quotes
     the cosine and the cut points. Earlier turns are not used.
 
     Examples
@@ -146,7 +159,20 @@ class ResponseRelevance(ConversationEvaluator):
     required_fields = ("input", "output")
 
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
-        return [_prompt.as_text(record["input"]), _prompt.as_text(record["output"])]
+        if self.include_inputs:
+            request = _prompt.as_text(record["input"])
+        else:
+            from framekit.evaluators import _local
+
+            # Like the prompt without the request: compare with the earlier turns.
+            found = _local.previous_turn({**record, "input": None})
+            if found is None:
+                raise RecordError(
+                    "include_inputs=False: the offline judge compares the response with "
+                    "the earlier turns, and this record has none"
+                )
+            request = found
+        return [request, _prompt.as_text(record["output"])]
 
     def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
         from framekit.evaluators import _local
@@ -155,13 +181,15 @@ class ResponseRelevance(ConversationEvaluator):
 
 
 class Coherence(ConversationEvaluator):
-    """Whether the response holds together logically: a five-level rubric.
+    """Whether the response is logically consistent, flows naturally and is well organised.
 
     Labels and scores: Not At All 0.0, Not Generally 0.25, Neutral/Mixed 0.5,
-    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. The rubric looks for
-    contradictions (within the response and against earlier turns), gaps in logic, and the
-    soundness of the reasoning given its premises (not whether the facts are true); a
-    response that needs no reasoning gets full marks.
+    Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. The default template
+    (``version="v1"``) follows Strands Agents' CoherenceEvaluator: the judge reasons step
+    by step about logical consistency (no contradictions, within the response or with
+    earlier turns; no gaps), natural flow and organisation; Neutral/Mixed means both
+    coherent and incoherent elements. ``version="v0"`` is framekit's first rubric
+    (contradictions and gaps in logic only), kept to reproduce earlier runs.
 
     Fields: ``output`` (the response), optional ``input`` (the request) and ``history``
     (earlier turns as messages, tool calls included, or a string). Only the most recent
@@ -172,28 +200,28 @@ class Coherence(ConversationEvaluator):
     ----------
     name, threshold, judge
         Column prefix (default ``coherence``), pass mark (default 0.5), and a judge for
-        this evaluator alone.
+        this evaluator alone (aliases ``model=``, as in Strands, and ``llm=``).
     system_prompt
         Replaces the built-in instructions (the rubric); the label set is unchanged.
     include_inputs
-        ``False`` leaves the request out of the prompt.
+        ``False`` leaves the request out of the prompt (and out of the offline measure).
     version
-        Prompt template version (``"v0"``).
+        Prompt template version (``"v1"``, or ``"v0"``).
 
     Notes
     -----
-    Offline judge (``judge="local"``): the classic embedding-based coherence measure, a
-    proxy for semantic continuity rather than logic. The response is split into sentences
-    (:func:`framekit.judges.local_methods.split_sentences`) and each is embedded
-    (all-MiniLM-L6-v2), together with the turn just before the response (the request,
-    else the last earlier turn with text). The score is the mean cosine similarity of
-    consecutive pairs along that chain (the previous turn leading;
-    :func:`framekit.judges.local_methods.coherence_similarity`), mapped onto the five
-    labels by cut points calibrated on Wikipedia sentence order
-    (``CALIBRATION.coherence_five``). A one-sentence response with nothing before it has
-    nothing to contradict and gets "Completely Yes", as in the rubric. Embeddings see
-    topic drift, not logic: a contradiction on the same topic goes unnoticed. The
-    explanation quotes the similarity, the number of pairs and the cut points.
+    Offline judge (``judge="local"``): a similarity proxy, not a reading of logic. The
+    response is split into sentences
+    (:func:`framekit.judges.local.methods.split_sentences`), each embedded
+    (all-MiniLM-L6-v2); two features, focus (mean cosine of the sentences to their
+    centroid) and repetition (share of repeated word trigrams), are combined by a linear
+    fit to SummEval's expert coherence ratings and mapped onto the five labels
+    (:mod:`framekit.judges.local.coherence`, ``CALIBRATION.coherence_five``). On the
+    SummEval dev half it agrees with experts at a summary-level Spearman of about 0.30
+    (an LLM judge such as G-Eval with GPT-4: 0.58; the classic mean similarity of
+    consecutive sentences: 0.04). The request and earlier turns are not used offline; a
+    contradiction on the same topic goes unnoticed. Should a recalibration measure the
+    method under 0.2, its rows fail with that figure instead of carrying a label.
 
     Examples
     --------
@@ -208,9 +236,10 @@ class Coherence(ConversationEvaluator):
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         from framekit.evaluators import _local
 
-        return _local.coherence_texts(record)
+        return _local.coherence_texts(record if self.include_inputs else {**record, "input": None})
 
     def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
         from framekit.evaluators import _local
 
-        return _local.coherence_verdict(self, record, vectors)
+        shown = record if self.include_inputs else {**record, "input": None}
+        return _local.coherence_verdict(self, shown, vectors)

@@ -13,21 +13,39 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+#: The explanation of an empty retrieval's score, as Phoenix's Retrieval Relevance says it.
+NO_DOCUMENTS = "no documents were retrieved"
+
+
 class _ContextEvaluator(RubricEvaluator):
-    """Shared by the retrieval evaluators: a request and a non-empty list of documents."""
+    """Shared by the retrieval evaluators: a request and the list of retrieved documents.
+
+    A retrieval that returned nothing (a null context, an empty list, only blank
+    documents) is not an error: it scores the lowest label at once, without a judge call,
+    so that a strategy that often retrieves nothing is not flattered by rows dropping out
+    of its mean.
+    """
 
     required_fields = ("input", "context")
     #: Calibrated scale of the offline method ("binary" or "three" levels).
     local_levels = "binary"
+    needs_input_reason = (
+        "relevance is judged against the request, so the request must be in the prompt"
+    )
 
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        record = super().prepare(fields)
+        record = {f: fields.get(f) for f in self.fields}
+        if record["input"] is None:
+            raise RecordError("field 'input' is null")
         require_nonempty(record, "input")
-        docs = as_documents(record["context"])
-        if not docs:
-            raise RecordError("field 'context' is empty (no documents)")
-        record["context"] = docs
+        record["context"] = as_documents(record["context"])
         return record
+
+    def known_verdict(self, record: Mapping[str, Any]) -> Verdict | None:
+        if record["context"]:
+            return None
+        lowest = min(self.choices, key=lambda label: self.choices[label])
+        return Verdict(self.choices[lowest], lowest, NO_DOCUMENTS)
 
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         return [str(record["input"]), *record["context"]]
@@ -41,13 +59,24 @@ class _ContextEvaluator(RubricEvaluator):
 class RetrievalRelevance(_ContextEvaluator):
     """Whether the retrieved context is relevant to the request: relevant 1.0, irrelevant 0.0.
 
+    The default template (``version="v1"``) follows Arize Phoenix's Retrieval Relevance:
+    context is relevant when it helps answer the request, even when mixed with unrelated
+    material; it is irrelevant when it concerns a different entity or time period, is only
+    tangentially related, or is empty or an error. ``version="v0"`` is framekit's first
+    rubric, kept to reproduce earlier runs.
+
     Fields: ``input`` (the request) and ``context`` (a string, or a list of documents that
-    are numbered inside one delimited block). Passes at >= 0.5.
+    are numbered inside one delimited block). Passes at >= 0.5. An empty retrieval (a
+    null context, an empty list or only blank documents) is "irrelevant" 0 with the
+    explanation "no documents were retrieved", as the source specifies; no judge is
+    called, and the offline judge does the same. An empty request fails its row.
+    ``include_inputs=False`` is refused (:class:`~framekit.InputError`): relevance is
+    judged against the request. ``judge=`` has the aliases ``llm=`` and ``model=``.
 
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2); the best document's cosine similarity
     (a list is as relevant as its most relevant document) is compared with the binary cut
-    point calibrated on WikiQA (``framekit/judges/calibration.json``), and the explanation
+    point calibrated on WikiQA (``framekit/judges/local/calibration.json``), and the explanation
     quotes the cosine, the document it came from and the cut point.
 
     Examples
@@ -55,6 +84,8 @@ class RetrievalRelevance(_ContextEvaluator):
     >>> ev = RetrievalRelevance()
     >>> ev.name, ev.threshold, ev.choices
     ('retrieval_relevance', 0.5, {'relevant': 1.0, 'irrelevant': 0.0})
+    >>> ev.score(input="Capital of France?", context=[], judge="local").explanation
+    'no documents were retrieved'
     """
 
     template_name = "retrieval_relevance"
@@ -65,10 +96,21 @@ class ContextRelevance(_ContextEvaluator):
     """How relevant a list of retrieved documents is to the request, taken together.
 
     Labels and scores: high 1.0, medium 0.5, low 0.0, with the judge's reasoning; passes
-    at >= 0.5. Fields: ``input`` (the request) and ``context`` (a list of documents,
-    numbered Document 1, Document 2, ... inside one delimited block; a string is one
-    document). An empty request or an empty list fails that row (a ``ValueError`` from
-    :meth:`score`) without any judge call.
+    at >= 0.5. The default template (``version="v1"``) follows Fiddler's ContextRelevance:
+    high when the documents directly answer the query, medium when they are on topic but
+    not a complete answer, low when they are off topic; irrelevant documents beside one
+    that answers do not lower the label. ``version="v0"`` is framekit's first rubric.
+
+    Fields: ``input`` (the request; Fiddler's ``user_query`` is accepted as its name in
+    ``mapping=`` and :meth:`score`) and ``context`` (a list of documents, numbered
+    Document 1, Document 2, ... inside one delimited block; a string is one document;
+    alias ``retrieved_documents``). An empty request fails that row (a ``ValueError``
+    from :meth:`score`). An empty retrieval is "low" 0 with the explanation "no documents
+    were retrieved", without a judge call: framekit's choice, the same rule as
+    RetrievalRelevance's source, since a retrieval that found nothing holds nothing on
+    topic and a failed row would drop out of the mean. ``include_inputs=False`` is
+    refused. ``judge=`` has the aliases ``model=`` (Fiddler) and ``llm=``; the
+    explanation is also ``Score.reasoning``.
 
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2). The documents combine by their best
@@ -82,6 +124,9 @@ class ContextRelevance(_ContextEvaluator):
     >>> ev = ContextRelevance()
     >>> ev.name, ev.choices
     ('context_relevance', {'high': 1.0, 'medium': 0.5, 'low': 0.0})
+    >>> s = ev.score(user_query="Capital of France?", retrieved_documents=[], judge="local")
+    >>> s.label, s.score, s.reasoning
+    ('low', 0.0, 'no documents were retrieved')
     """
 
     template_name = "context_relevance"

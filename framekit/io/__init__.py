@@ -40,6 +40,7 @@ from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import register, run_sql
 from framekit.io._evaluate import aevaluate_parquet, evaluate_parquet, evaluate_sql
 from framekit.io._fingerprint import run_fingerprint
+from framekit.io._plan import plan_parquet
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     MAX_SLICE_BYTES,

@@ -8,8 +8,8 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._mapping import MappingValue, resolve_mapping
-from framekit.evaluators.base import FIELDS, Evaluator
-from framekit.frame import result_columns as _result_columns
+from framekit._result_columns import result_columns as _result_columns
+from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, Evaluator
 
 
 def needed_columns(
@@ -21,10 +21,12 @@ def needed_columns(
     column when a callable mapping needs the whole row."""
     wanted = {f for ev in evaluators for f in ev.fields}
     if mapping is None:
-        return [c for c in schema if c in FIELDS and c in wanted]
+        # As resolve_mapping: columns named like a field, or like an unambiguous alias.
+        named = {c: FIELD_ALIASES[c] if c in COLUMN_ALIASES else c for c in schema}
+        return [c for c in schema if named[c] in wanted]
     columns: set[str] = set()
     for name, source in mapping.items():
-        if name not in wanted:
+        if FIELD_ALIASES.get(name, name) not in wanted:
             continue
         if isinstance(source, str):
             columns.add(source)

@@ -8,6 +8,7 @@ destination in one atomic step.
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import time
@@ -21,11 +22,12 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
+from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.jobs import check_evaluators
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed, OnError, _check_evaluators, aevaluate_dataframe
-from framekit.frame import result_columns as _result_columns
+from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
 from framekit.io._assemble import _assemble, _write_empty
 from framekit.io._batch import submit_all_slices
 from framekit.io._columns import needed_columns, validate_inputs
@@ -41,7 +43,8 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.base import JudgeLike, resolve_judge
+from framekit.judges.base import JudgeLike
+from framekit.judges.resolve import resolve_judge
 
 
 def evaluate_parquet(
@@ -57,6 +60,8 @@ def evaluate_parquet(
     details: bool = False,
     overwrite: bool = False,
     slice_rows: int | None = None,
+    engine: str = "local",
+    **ray_options: Any,
 ) -> ParquetRun:
     """Score a Parquet file larger than memory, slice by slice, into a new Parquet file.
 
@@ -83,6 +88,11 @@ def evaluate_parquet(
     slice_rows
         Rows per slice; ``None`` follows the row groups (tiny ones merged, ones above
         100,000 rows or 64 MiB split). Peak memory grows with the slice size.
+    engine
+        ``"local"`` (this process) or ``"ray"``: the slices are scored by a pool of Ray
+        workers under one shared rate limit (needs ``framekit[ray]``); ``**ray_options``
+        (``address``, ``workers``, ``num_cpus``, ``shared_limit``) go to
+        :func:`framekit.ray.evaluate_parquet`.
 
     Returns
     -------
@@ -101,6 +111,15 @@ def evaluate_parquet(
     >>> run.rows, run.skipped_slices, run.stats.requests_sent  # doctest: +SKIP
     (2000000, 0, 1500)
     """
+    if engine == "ray":
+        # framekit.ray is an entry point above io (it drives io's slices on Ray): looked
+        # up by name at call time, like a plugin, so that io never depends on it.
+        on_ray = importlib.import_module("framekit.ray").evaluate_parquet
+        return on_ray(source, destination, evaluators, mapping, judge=judge, cache=cache,
+                      on_error=on_error, progress=progress, details=details,
+                      overwrite=overwrite, slice_rows=slice_rows, **ray_options)  # type: ignore[no-any-return]  # fmt: skip
+    if engine != "local" or ray_options:
+        raise InputError(f"engine must be 'local' or 'ray', got {engine!r} {ray_options or ''}")
     return run_sync(
         aevaluate_parquet(
             source,
@@ -199,7 +218,7 @@ async def _evaluate_files(
     opts: _Options,
 ) -> ParquetRun:
     started = time.perf_counter()
-    evs = _check_evaluators(evaluators)
+    evs = check_evaluators(evaluators)
     if opts.on_error not in ("record", "raise"):
         raise InputError(f"on_error must be 'record' or 'raise', got {opts.on_error!r}")
     dest = destination.absolute()

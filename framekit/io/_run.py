@@ -8,6 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
+from framekit._result_columns import column
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 
@@ -51,20 +52,21 @@ class ParquetRun:
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
     for f in fields(RunStats):
-        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints"):
+        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints", "transports"):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
     if part.cost_usd is not None:
         total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+    total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.
     if part.hints and not total.hints:
         total.hints = list(part.hints)
 
 
 def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
-    errors = [pl.col(f"{ev.name}_error").is_not_null() for ev in evaluators]
+    errors = [pl.col(column(ev.name, "error")).is_not_null() for ev in evaluators]
     value = pl.scan_parquet(path).select(pl.any_horizontal(errors).sum()).collect().item()
     return int(value or 0)
 

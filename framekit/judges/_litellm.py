@@ -36,6 +36,9 @@ def litellm() -> ModuleType:
                 lm.telemetry = False
                 lm.suppress_debug_info = True
                 lm.drop_params = False
+                from framekit.judges._litellm_loops import one_worker_per_loop
+
+                one_worker_per_loop(lm)
                 _module = lm
     return _module
 

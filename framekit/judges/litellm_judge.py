@@ -7,45 +7,32 @@ knows how to make *one* call, here or in its worker processes
 
 from __future__ import annotations
 
-import asyncio
+import inspect
 import os
-import threading
-import time
-import weakref
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from framekit._errors import InputError, JudgeError
-from framekit.judges import _litellm
+from framekit import _secrets
+from framekit._errors import InputError, JudgeConfigurationError
+from framekit.judges import _litellm, _settings
 from framekit.judges.base import ChatRequest
-from framekit.judges.structured import build_call_kwargs
+from framekit.judges.faults import Fault
+from framekit.judges.litellm_call import call_litellm
+from framekit.judges.litellm_transport import LitellmTransport
+from framekit.judges.transport import (
+    Mode,
+    RawReply,
+    Transport,
+    TransportName,
+    choose_transport,
+)
 
-if TYPE_CHECKING:
-    from framekit.judges.workers import WorkerPool
-
-Mode = Literal["json_schema", "tool", "prompt"]
+__all__ = ["Judge", "Mode", "RawReply", "call_litellm"]
 
 # Keyword arguments that never enter a cache key or a repr.
-_SECRET_KWARGS = {"api_key", "azure_ad_token", "aws_secret_access_key", "aws_session_token"}
+_SECRET_KWARGS = _secrets.SECRET_KWARGS
 # Keyword arguments that change where a call goes, not what the model answers.
 _ROUTING_KWARGS = {"api_base", "base_url", "api_version", "extra_headers", "timeout"}
-
-
-@dataclass
-class RawReply:
-    """What one call returned, before parsing."""
-
-    text: str | None
-    refusal: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float | None
-    latency_s: float
-
-    @property
-    def tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
 
 
 class Judge:
@@ -88,6 +75,14 @@ class Judge:
         core. Workers start on the first run (a few seconds: each imports litellm), serve
         every later run of this judge, and stop at :meth:`close`, on exit, or when the
         judge is garbage-collected. ``1`` (default): calls are made in this process.
+        Only the litellm transport has worker processes.
+    transport
+        How calls travel. ``"http"``: straight to an OpenAI-compatible
+        ``/chat/completions`` over aiohttp (well under 1 ms of CPU per call);
+        ``"litellm"``: through litellm, for every provider it speaks; ``"auto"``
+        (default): ``"http"`` for ``openai/...`` (with or without ``api_base``) and
+        ``hosted_vllm/...`` models, ``"litellm"`` for every other provider or when
+        ``processes > 1``. :attr:`transport` says which one is in use.
     **litellm_kwargs
         Passed to ``litellm.acompletion`` (e.g. ``seed``); part of the cache key unless
         they only route the call.
@@ -96,7 +91,9 @@ class Judge:
     --------
     >>> judge = Judge("openai/gpt-4o-mini", api_key="sk-secret", rpm=500)
     >>> judge
-    Judge('openai/gpt-4o-mini', concurrency=16, rpm=500, tpm=None, api_key='***')
+    Judge('openai/gpt-4o-mini', concurrency=16, rpm=500, tpm=None, transport='http', api_key='***')
+    >>> judge.transport
+    'http'
     """
 
     kind = "llm"
@@ -121,6 +118,7 @@ class Judge:
         wait: bool = True,
         batch_timeout: float = 24.0,
         batch_poll: float = 1.0,
+        transport: str = "auto",
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -132,9 +130,13 @@ class Judge:
         for name, value in (("rpm", rpm), ("tpm", tpm)):
             if value is not None and value <= 0:
                 raise InputError(f"{name} must be positive or None, got {value}")
+        typo = _settings.check_kwargs(litellm_kwargs, _own_params(type(self)))
+        if typo:
+            raise InputError(typo)
         self.model = model
         self.api_base = api_base or os.environ.get("FRAMEKIT_API_BASE") or None
         self._api_key = api_key or os.environ.get("FRAMEKIT_API_KEY") or None
+        self._key_source = "api_key=" if api_key else "$FRAMEKIT_API_KEY"
         self.concurrency = int(concurrency)
         self.rpm = rpm
         self.tpm = tpm
@@ -151,19 +153,36 @@ class Judge:
             raise InputError("batch_timeout and batch_poll must be positive")
         self.batch, self.batch_followup, self.wait = bool(batch), batch_followup, bool(wait)
         self.batch_timeout, self.batch_poll = float(batch_timeout), float(batch_poll)
-        # Downgraded for the judge's lifetime when the endpoint rejects a structured mode.
-        self.mode: Mode = "json_schema"
-        self._pool: WorkerPool | None = None
-        self._stop_pool: weakref.finalize[Any, Any] | None = None
-        self._pool_lock = threading.Lock()
+        self._secrets = self._collect_secrets()
+        self._transport: Transport = self._make_transport(
+            choose_transport(model, transport, processes, self.api_base)
+        )
 
     # -- identity -------------------------------------------------------------------
     @property
     def secrets(self) -> list[str]:
-        """Strings that must never leave the process (redacted from every message)."""
-        found = [self._api_key] if self._api_key else []
-        found += [str(v) for k, v in self.litellm_kwargs.items() if k in _SECRET_KWARGS and v]
+        """Strings that must never leave the process (redacted from every message): the
+        key from any source, credential headers, credentials in ``api_base``
+        (see :mod:`framekit._secrets`). Refreshed at the start of every run."""
+        return list(self._secrets)
+
+    def _collect_secrets(self) -> tuple[str, ...]:
+        found = _secrets.collect_secrets(self._api_key, self.api_base, self.litellm_kwargs)
+        _secrets.register(found)  # log records redact them from now on
         return found
+
+    def configuration_problem(self) -> str | None:
+        """Why no call of this judge could succeed (a missing or malformed key, an
+        ``api_base`` the HTTP client refuses), or ``None``; checked before a run's first
+        call, and by the dry run."""
+        return _settings.credential_problem(
+            self.model,
+            self.api_base,
+            self._api_key,
+            self._key_source,
+            self.litellm_kwargs,
+            requires_key=self._transport.requires_key,
+        )
 
     def cache_identity(self) -> dict[str, Any]:
         """What about this judge decides an answer: model and decoding parameters."""
@@ -172,58 +191,67 @@ class Judge:
             for k, v in sorted(self.litellm_kwargs.items())
             if k not in _SECRET_KWARGS and k not in _ROUTING_KWARGS
         }
-        return {
+        ident = {
             "model": self.model,
             "temperature": self.temperature,
             "max_tokens": self.max_tokens,
             "params": params,
         }
+        # Two self-hosted servers may both call their model "openai/default": the
+        # endpoint (without credentials) tells their answers apart.
+        endpoint = _settings.endpoint_identity(
+            self.api_base or self.litellm_kwargs.get("base_url")
+        )
+        if endpoint is not None:
+            ident["endpoint"] = endpoint
+        return ident
 
     def __repr__(self) -> str:
         key = ", api_key='***'" if self._api_key else ""
         workers = f", processes={self.processes}" if self.processes > 1 else ""
         return (
             f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
-            f"tpm={self.tpm}{workers}{key})"
+            f"tpm={self.tpm}{workers}, transport={self.transport!r}{key})"
         )
 
-    # -- worker processes -----------------------------------------------------------
+    # -- the transport ---------------------------------------------------------------
+    @property
+    def transport(self) -> TransportName:
+        """``"http"`` or ``"litellm"``: how this judge's calls travel."""
+        return self._transport.name
+
+    def _make_transport(self, name: TransportName) -> Transport:
+        if name == "http":
+            from framekit.judges.http import HttpTransport
+
+            return HttpTransport(self)
+        return LitellmTransport(self)
+
     async def prepare(self) -> None:
-        """Get ready to send: import litellm (seconds, so off the event loop), or start
-        the worker processes and wait until each has."""
-        if self.processes == 1:
-            await asyncio.to_thread(_litellm.litellm)
-            return
-        with self._pool_lock:
-            if self._pool is None:
-                from framekit.judges.workers import WorkerPool
+        """Get ready to send from the running event loop: import litellm (seconds, so off
+        the loop) or start its worker processes; or open the HTTP connection pool. A judge
+        that cannot work as configured raises :class:`~framekit.JudgeConfigurationError`
+        here, before any call."""
+        self._secrets = self._collect_secrets()  # the environment may have changed
+        problem = self.configuration_problem()
+        if problem:
+            raise JudgeConfigurationError(problem)
+        await self._transport.open()
 
-                self._pool = WorkerPool(self.processes, self.secrets)
-                # Stops the workers when the judge is collected or the interpreter exits.
-                self._stop_pool = weakref.finalize(self, self._pool.close)
-            pool = self._pool
-        try:
-            await pool.started()
-        except JudgeError:
-            self.close()  # the next run tries afresh (after the environment is mended)
-            raise
+    async def call(
+        self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
+    ) -> RawReply | Fault:
+        """One call asking for ``request.schema`` in ``mode``: the raw reply, or the
+        :class:`~framekit.judges.faults.Fault` the transport classified."""
+        return await self._transport.call(request, messages, mode)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # A copy (pickle, copy.deepcopy) starts its own workers when it first runs.
-        state = dict(self.__dict__)
-        state.update(_pool=None, _stop_pool=None, _pool_lock=None)
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._pool_lock = threading.Lock()
+    async def release(self) -> None:
+        """The run that called :meth:`prepare` is over."""
+        await self._transport.release()
 
     def close(self) -> None:
         """Stop the worker processes (if any); a later run starts new ones."""
-        with self._pool_lock:
-            stop, self._stop_pool, self._pool = self._stop_pool, None, None
-        if stop is not None:
-            stop()
+        self._transport.close()
 
     def __enter__(self) -> Judge:
         return self
@@ -258,15 +286,6 @@ class Judge:
             **self._endpoint_kwargs(),
         }
 
-    async def attempt(self, request: ChatRequest, messages: list[dict[str, Any]]) -> RawReply:
-        """Send one chat request in the judge's current structured mode."""
-        call = build_call_kwargs(request, messages, self.mode)
-        pool = self._pool
-        if pool is not None:
-            reply: RawReply = await pool.call(self._call_params(), call, self.secrets)
-            return reply
-        return await call_litellm(self._call_params(), call)
-
     async def embed(self, texts: list[str], model: str) -> list[list[float]]:
         """Embed texts with a litellm embedding model on this judge's endpoint.
 
@@ -283,23 +302,7 @@ class Judge:
         return [item["embedding"] for item in response.data]
 
 
-async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
-    """One ``litellm.acompletion`` call, reduced to what the engine reads from it."""
-    lm = _litellm.litellm()
-    started = time.perf_counter()
-    response = await lm.acompletion(**params, **call)
-    latency = time.perf_counter() - started
-    message = response.choices[0].message
-    text = message.content
-    tool_calls = getattr(message, "tool_calls", None)
-    if tool_calls and not text:
-        text = tool_calls[0].function.arguments
-    usage = getattr(response, "usage", None)
-    return RawReply(
-        text=text,
-        refusal=getattr(message, "refusal", None),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=_litellm.response_cost(response),
-        latency_s=latency,
-    )
+def _own_params(cls: type) -> list[str]:
+    """The judge's own keyword parameters (a near miss of one is a typo)."""
+    names = inspect.signature(cls.__init__).parameters  # type: ignore[misc]
+    return [n for n, p in names.items() if p.kind is p.KEYWORD_ONLY or n == "model"]

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 
 from framekit._errors import InputError
+from framekit.judges.faults import Fault
+from framekit.judges.litellm_faults import classify
 from framekit.judges.litellm_judge import Judge
 
 
@@ -63,6 +65,10 @@ class RemoteEmbeddings:
     def secrets(self) -> list[str]:
         """Strings redacted from every error message (the endpoint's credentials)."""
         return self.endpoint.secrets
+
+    def classify(self, exc: BaseException) -> Fault:
+        """What a failed embedding call means (retry or not): litellm's verdict."""
+        return classify(exc, self.secrets)
 
     async def embed(self, texts: list[str]) -> np.ndarray:
         """Unit-length float32 rows, one per text, in order."""

@@ -7,6 +7,7 @@ call when the endpoint rejects that; a plain instruction with tolerant parsing l
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -59,7 +60,10 @@ def build_call_kwargs(
     return {"messages": [*messages, {"role": "user", "content": instruction}]}
 
 
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
+_DECODER = json.JSONDecoder()
+#: Opening braces tried before giving up on a reply (bounds the work on a huge reply).
+_MAX_STARTS = 64
 
 
 def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) -> dict[str, Any]:
@@ -109,14 +113,57 @@ def _loads_tolerant(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         pass
-    # Models wrap JSON in prose or ``` fences; take the outermost object.
-    match = _OBJECT.search(text)
-    if match:
+    # Models wrap JSON in ``` fences or prose, and the prose may hold braces of its own:
+    # take the first fenced object, else the first complete object in the text.
+    for block in _FENCED.findall(text):
         try:
-            return json.loads(match.group(0))
+            value = json.loads(block)
         except json.JSONDecodeError:
-            return None
+            continue
+        if isinstance(value, dict):
+            return value
+    start = text.find("{")
+    for _ in range(_MAX_STARTS):
+        if start < 0:
+            break
+        try:
+            value, _end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
     return None
+
+
+def answer_text(value: Any) -> str | None:
+    """A free-text answer field as text: strings as given, objects and lists as JSON
+    (not Python's repr), NaN and infinities as null (not "nan").
+
+    Examples
+    --------
+    >>> answer_text({"reason": "on topic", "confidence": float("nan")})
+    '{"reason": "on topic", "confidence": null}'
+    >>> answer_text(float("nan")) is None
+    True
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(_finite(value), ensure_ascii=False)
+    return str(value)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def one_line(text: str, limit: int) -> str:

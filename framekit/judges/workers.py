@@ -117,7 +117,7 @@ class _Worker:
             self._fail_pending()
 
     def _fail_pending(self) -> None:
-        from framekit.engine.faults import Fault
+        from framekit.judges.faults import Fault
 
         lost = Fault("transient", f"judge worker process {self.index} exited")
         for rid in list(self.pending):
@@ -166,7 +166,7 @@ class _Worker:
         self._fail_pending()
 
     def _relay_stderr(self) -> None:
-        from framekit.engine.faults import redact
+        from framekit.judges.faults import redact
 
         stderr = self.process.stderr
         assert stderr is not None
@@ -227,7 +227,7 @@ class WorkerPool:
     async def call(self, params: dict[str, Any], call: dict[str, Any], secrets: list[str]) -> Any:
         """``litellm.acompletion(**params, **call)`` in the least busy worker: a
         ``RawReply``, or raises ``FaultRaised``."""
-        from framekit.engine.faults import FaultRaised
+        from framekit.judges.faults import FaultRaised
 
         self._secrets = secrets
         worker = self._pick()
@@ -280,9 +280,9 @@ def _serve() -> None:
     sys.stdout = sys.stderr
 
     from framekit._aio import bounded
-    from framekit.engine.faults import classify
     from framekit.judges import _litellm
-    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.litellm_call import call_litellm
+    from framekit.judges.litellm_faults import classify
 
     _litellm.litellm()
     # Everything imported so far lives as long as the worker: keep the collector from

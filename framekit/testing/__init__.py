@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from framekit.testing._assert import assert_meets
     from framekit.testing._sim_answers import expected_choice
     from framekit.testing.simulator import (
         JudgeSimulator,
@@ -22,11 +23,16 @@ __all__ = [
     "SimulatorConfig",
     "SimulatorProcess",
     "SimulatorStats",
+    "assert_meets",
     "expected_choice",
 ]
 
 
 def __getattr__(name: str) -> Any:
+    if name == "assert_meets":
+        from framekit.testing._assert import assert_meets
+
+        return assert_meets
     if name == "expected_choice":
         from framekit.testing._sim_answers import expected_choice
 

@@ -18,9 +18,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
+from framekit.testing._sim_reply import Reply, error_body
 
 if TYPE_CHECKING:
-    from framekit.testing._sim_http import Reply, SimApp
+    from framekit.testing._sim_http import SimApp
 
 _PREFIXES = ("/v1/files", "/files", "/v1/batches", "/batches", "/v1/messages/batches")
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -66,8 +67,6 @@ class BatchSim:
     def handle(
         self, method: str, path: str, query: str, headers: dict[str, str], body: bytes
     ) -> Reply:
-        from framekit.testing._sim_http import Reply, error_body
-
         path = path.removeprefix("/v1")
         parts = [p for p in path.split("/") if p]
         try:
@@ -85,8 +84,6 @@ class BatchSim:
 
     # -- files ----------------------------------------------------------------------------
     def _files(self, method: str, rest: list[str], headers: dict[str, str], body: bytes) -> Reply:
-        from framekit.testing._sim_http import Reply
-
         if method == "POST" and not rest:
             fields = _multipart(headers.get("content-type", ""), body)
             if "file" not in fields:
@@ -171,8 +168,6 @@ class BatchSim:
     def _anthropic(
         self, method: str, rest: list[str], headers: dict[str, str], body: bytes
     ) -> Reply:
-        from framekit.testing._sim_http import Reply, error_body
-
         host = headers.get("host", "127.0.0.1")
         if method == "POST" and not rest:
             reason = self.app.config.batch_validation_error
@@ -423,8 +418,6 @@ def _rejects_format(cfg: Any, body: dict[str, Any]) -> bool:
 
 
 def _ok(value: Any) -> Reply:
-    from framekit.testing._sim_http import Reply
-
     return Reply(200, json.dumps(value).encode())
 
 

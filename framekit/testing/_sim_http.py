@@ -26,7 +26,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
-from framekit.testing import _sim_batch
+from framekit.testing import _sim_batch, _sim_echo
+from framekit.testing._sim_reply import Reply, error_body
 
 if TYPE_CHECKING:
     from framekit.testing.simulator import SimulatorConfig
@@ -46,77 +47,9 @@ _RATE_FIELDS = (
     ("null", "null_content_rate"),
     ("refusal", "refusal_rate"),
 )
-_ERRORS: dict[int, tuple[str, str, str | None]] = {
-    400: ("Simulated invalid request.", "invalid_request_error", None),
-    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
-    404: ("Unknown endpoint.", "invalid_request_error", None),
-    405: ("Method not allowed.", "invalid_request_error", None),
-    429: ("Rate limit reached for requests.", "requests", "rate_limit_exceeded"),
-    500: ("The server had an error while processing your request.", "server_error", None),
-    503: ("The server is overloaded or not ready yet.", "server_error", None),
-}
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
 _TRICKLE_PIECES = 8
-
-
-class Reply:
-    """One decided response: what to send, after how long, and how (normal/drop/trickle)."""
-
-    __slots__ = ("status", "body", "headers", "delay", "mode", "api", "tokens", "done")
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes,
-        headers: tuple[tuple[str, str], ...] = (),
-        *,
-        delay: float = 0.0,
-        mode: str = "normal",
-        api: bool = True,
-        tokens: tuple[int, int] = (0, 0),
-    ) -> None:
-        self.status = status
-        self.body = body
-        self.headers = headers
-        self.delay = delay
-        self.mode = mode
-        self.api = api
-        self.tokens = tokens
-        self.done = False
-
-    def head(self, keep_alive: bool) -> bytes:
-        lines = [
-            f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Error')}",
-            "content-type: application/json",
-            f"content-length: {len(self.body)}",
-        ]
-        lines.extend(f"{name}: {value}" for name, value in self.headers)
-        if not keep_alive:
-            lines.append("connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def error_body(status: int, message: str | None = None, param: str | None = None) -> bytes:
-    """An OpenAI-style ``{"error": {...}}`` body."""
-    default, kind, code = _ERRORS.get(status, ("Simulated error.", "server_error", None))
-    error = {"message": message or default, "type": kind, "param": param, "code": code}
-    return json.dumps({"error": error}).encode()
 
 
 def _json(value: Any) -> Reply:
@@ -153,6 +86,7 @@ class SimApp:
         rpm = self.config.rpm
         self.bucket = max(1.0, rpm / 60.0) if rpm else 0.0
         self.bucket_at = time.monotonic()
+        self.window_start, self.window_count = self.bucket_at, 0
 
     def reset(self) -> None:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
@@ -233,12 +167,19 @@ class SimApp:
         try:
             if _sim_batch.owns(path):
                 return self._gateway(headers) or self.batch.handle(method, path, query, headers, body)
-            return self._api(method, path, headers, body)
+            reply = self._api(method, path, headers, body, query)
+            reply.headers += self.limit_headers()
+            return reply
         except Exception as exc:  # a simulator bug must surface as a 500, not a dead socket
             return Reply(500, error_body(500, f"simulator error: {exc!r}"))
 
-    def _api(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Reply:
+    def _api(
+        self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""
+    ) -> Reply:
         is_chat = path in CHAT_PATHS
+        echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
+        if echoed is not None:  # any path: a gateway in front of every route
+            return Reply(echoed[0], error_body(*echoed), delay=self._latency())
         if not is_chat and path not in EMBEDDING_PATHS:
             return Reply(404, error_body(404, f"Unknown endpoint {path}."))
         if is_chat:
@@ -258,6 +199,11 @@ class SimApp:
         rejected = self._gateway(headers)
         if rejected is not None:
             return rejected
+        if self.config.echo_headers == "answer" and is_chat:
+            reply = self._chat(payload)
+            text = _sim_echo.echo_text(method, path, query, headers)
+            reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
+            return reply
         try:
             if is_chat:
                 return self._chat(payload)
@@ -279,6 +225,8 @@ class SimApp:
             status = self.storm_status
             extra = self._retry_after(self.storm_until - now) if status in (429, 503) else ()
             return Reply(status, error_body(status), extra)
+        if cfg.rpm and cfg.rpm_window:
+            return self._window_gate(now, cfg.rpm, cfg.rpm_window)
         if cfg.rpm:
             # Token bucket: capacity max(1, rpm/60) (about one second of budget),
             # refilled continuously at rpm/60 per second.
@@ -290,6 +238,38 @@ class SimApp:
                 return Reply(429, error_body(429), self._retry_after((1.0 - self.bucket) / rate))
             self.bucket -= 1.0
         return None
+
+    def _window_gate(self, now: float, rpm: float, window: float) -> Reply | None:
+        """Fixed windows of ``window`` seconds, each allowing ``rpm * window / 60``."""
+        if now - self.window_start >= window:
+            self.window_start += window * ((now - self.window_start) // window)
+            self.window_count = 0
+        if self.window_count >= max(1, int(rpm * window / 60.0)):
+            self._fault("rpm")
+            wait = self.window_start + window - now
+            return Reply(429, error_body(429), self._retry_after(wait))
+        self.window_count += 1
+        return None
+
+    def limit_headers(self) -> tuple[tuple[str, str], ...]:
+        """OpenAI's request-limit headers for the current bucket or window."""
+        cfg = self.config
+        if not (cfg.rate_limit_headers and cfg.rpm):
+            return ()
+        now = time.monotonic()
+        if cfg.rpm_window:
+            allowed = max(1, int(cfg.rpm * cfg.rpm_window / 60.0))
+            left = max(0, allowed - self.window_count)
+            reset = max(0.0, self.window_start + cfg.rpm_window - now)
+        else:
+            rate = cfg.rpm / 60.0
+            left = int(self.bucket)
+            reset = (max(1.0, rate) - self.bucket) / rate
+        return (
+            ("x-ratelimit-limit-requests", f"{cfg.rpm:g}"),
+            ("x-ratelimit-remaining-requests", str(left)),
+            ("x-ratelimit-reset-requests", f"{math.ceil(reset * 1000)}ms"),
+        )
 
     def _retry_after(self, wait: float) -> tuple[tuple[str, str], ...]:
         style = self.config.retry_after

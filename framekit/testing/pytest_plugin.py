@@ -1,4 +1,4 @@
-"""pytest fixtures for the judge simulator.
+"""pytest fixtures for the judge simulator, and the judge a test suite should use.
 
 Enable with ``pytest_plugins = ["framekit.testing.pytest_plugin"]`` in a ``conftest.py``.
 """
@@ -47,3 +47,39 @@ def simulator_factory() -> Iterator[Callable[..., JudgeSimulator]]:
     yield make
     for sim in started:
         sim.stop()
+
+
+def judge_from_env() -> Any:
+    """The judge named by ``$FRAMEKIT_JUDGE`` (a litellm model string; endpoint and key
+    from ``$FRAMEKIT_API_BASE`` / ``$FRAMEKIT_API_KEY``), else the offline local judge.
+
+    Examples
+    --------
+    >>> judge_from_env()  # with FRAMEKIT_JUDGE unset  # doctest: +SKIP
+    LocalJudge()
+    """
+    import os
+
+    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.local import LocalJudge
+    from framekit.judges.resolve import ENV_JUDGE
+
+    model = os.environ.get(ENV_JUDGE, "").strip()
+    if not model or model.lower() == "local":
+        return LocalJudge()
+    return Judge(model)
+
+
+@pytest.fixture
+def framekit_judge() -> Any:
+    """The judge for a test suite: ``$FRAMEKIT_JUDGE`` if set, else the offline judge.
+
+    One suite then runs offline on a laptop and against a real model in CI, e.g.
+    ``FRAMEKIT_JUDGE=openai/gpt-4o-mini pytest`` (see :func:`judge_from_env`).
+
+    Examples
+    --------
+    >>> def test_answer_is_relevant(framekit_judge):  # doctest: +SKIP
+    ...     assert_meets(ResponseRelevance(judge=framekit_judge), input=q, output=a)
+    """
+    return judge_from_env()

@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypedDict, TypeVar
 
+from framekit.testing._sim_echo import ECHO_MODES as _ECHO_MODES
 from framekit.testing._sim_http import SimApp, serve
 
 __all__ = ["JudgeSimulator", "SimulatorConfig", "SimulatorProcess", "SimulatorStats", "main"]
@@ -72,6 +73,15 @@ class SimulatorConfig:
         Requests per minute (chat and embeddings together), as a token bucket of capacity
         ``max(1, rpm / 60)`` (about one second of budget) refilled at ``rpm / 60`` per
         second; a request finding it empty gets 429.
+    rpm_window : float, optional
+        If set, ``rpm`` is enforced instead in fixed windows of this many seconds, at
+        most ``rpm * rpm_window / 60`` requests each, as providers that quantise a
+        minute's budget do (OpenAI counts 60,000 RPM as about 1,000 per second).
+    rate_limit_headers : bool
+        If True (and ``rpm`` is set), every API answer carries OpenAI's
+        ``x-ratelimit-limit-requests`` (the rpm), ``x-ratelimit-remaining-requests`` and
+        ``x-ratelimit-reset-requests`` (left in the current bucket or window, and when it
+        is full again).
     retry_after : {"seconds", "ms", "http-date", None}
         The wait header on 429s and 429/503 storms: ``Retry-After: <int seconds, >= 1>``,
         ``retry-after-ms: <int ms>``, ``Retry-After: <HTTP date>``, or none.
@@ -90,6 +100,9 @@ null_content_rate, refusal_rate : float
     reject_response_format : bool
         If True, chat requests with ``response_format.type == "json_schema"`` get 400
         (``param: "response_format"``), so clients fall back to tool calls.
+    echo_headers : {None, "error", "error_500", "answer"}
+        Echo the request line and headers (the key among them) in a 400 or 500 error
+        body, or inside the answer's explanation (see ``_sim_echo``).
     embedding_dimensions : int
         Vector length when a request gives no ``dimensions``.
     max_recorded : int
@@ -112,6 +125,8 @@ null_content_rate, refusal_rate : float
     latency: float = 0.0
     latency_max: float | None = None
     rpm: float | None = None
+    rpm_window: float | None = None
+    rate_limit_headers: bool = False
     retry_after: str | None = "seconds"
     error_500_rate: float = 0.0
     error_503_rate: float = 0.0
@@ -124,6 +139,7 @@ null_content_rate, refusal_rate : float
     trickle_seconds: float = 0.0
     require_api_key: str | None = None
     reject_response_format: bool = False
+    echo_headers: str | None = None
     embedding_dimensions: int = 256
     max_recorded: int = 10_000
     seed: int | None = 0
@@ -137,11 +153,15 @@ null_content_rate, refusal_rate : float
             raise ValueError("need 0 <= latency <= latency_max")
         if self.rpm is not None and self.rpm <= 0:
             raise ValueError("rpm must be positive (or None for no limit)")
+        if self.rpm_window is not None and self.rpm_window <= 0:
+            raise ValueError("rpm_window must be positive seconds (or None for a token bucket)")
         if self.retry_after not in _RETRY_AFTER_STYLES:
             raise ValueError(f"retry_after must be one of {_RETRY_AFTER_STYLES}")
         rates = [getattr(self, name) for name in _RATES]
         if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
             raise ValueError(f"each of {', '.join(_RATES)} must be in [0, 1], summing to <= 1")
+        if self.echo_headers not in _ECHO_MODES:
+            raise ValueError(f"echo_headers must be one of {_ECHO_MODES}")
         if self.hang_seconds < 0 or self.trickle_seconds < 0:
             raise ValueError("hang_seconds and trickle_seconds must be >= 0")
         batch_rates = (self.batch_failed_rate, self.batch_expired_rate)

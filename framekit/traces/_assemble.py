@@ -2,13 +2,66 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import fnmatch
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from framekit.traces._read import _Span
 from framekit.traces._text import _json_messages, _role, _value_text
 
 _NOT_HISTORY = frozenset({"system", "developer"})
+_NAMED = re.compile(r'"(?:type|name)"\s*:\s*"([^"]+)"')
+
+#: Tools whose output is a side effect's receipt, not retrieved information: left out of
+#: ``load(..., level="span")`` (Phoenix's Retrieval Relevance scores retrieval, not actions).
+#: Shell-style patterns, matched case-insensitively against the tool's name.
+SIDE_EFFECT_TOOLS: tuple[str, ...] = (
+    "send_*", "*_send", "write_*", "*_write", "delete_*", "remove_*", "update_*", "create_*",
+    "post_*", "publish_*", "schedule_*", "book_*", "cancel_*", "pay_*", "*_payment",
+    "place_order", "submit_*", "upload_*", "move_file", "rename_*", "append_*", "notify*",
+    "email", "send", "run_command", "shell",
+)  # fmt: skip
+#: Tool names (patterns) that search the web: an LLM span declaring or calling one of these
+#: is a retrieval step at span level (its answer is the retrieved information).
+WEB_SEARCH_TOOLS: tuple[str, ...] = (
+    "web_search*", "*_web_search*", "websearch*", "search_web*", "google_search*",
+    "bing_search*", "brave_search*", "tavily_search*", "browser_search*",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class StepRules:
+    """Which spans are retrieval steps at span level."""
+
+    skip_tools: tuple[str, ...] = SIDE_EFFECT_TOOLS
+    web_search: bool = True
+
+    def skips(self, tool: str) -> bool:
+        return _matches(tool, self.skip_tools)
+
+
+def _matches(name: str, patterns: Iterable[str]) -> bool:
+    lowered = name.strip().lower()
+    return any(fnmatch.fnmatchcase(lowered, p.lower()) for p in patterns)
+
+
+def _searches_web(attrs: Mapping[str, Any]) -> bool:
+    """An LLM span that declares a web-search tool or calls one."""
+    for key, value in attrs.items():
+        if key.endswith(".tool_call.function.name") and key.startswith("llm.output_messages."):
+            names: Iterable[str] = [str(value)]
+        elif (key.startswith("llm.tools.") and key.endswith(".tool.json_schema")) or (
+            key == "llm.invocation_parameters"
+        ):
+            names = _NAMED.findall(value if isinstance(value, str) else json.dumps(value))
+        else:
+            continue
+        if any(_matches(n, WEB_SEARCH_TOOLS) for n in names):
+            return True
+    return False
 
 
 def _group(spans: list[_Span]) -> list[list[_Span]]:
@@ -46,24 +99,36 @@ def _trace_row(spans: list[_Span]) -> tuple[Any, ...]:
     )
 
 
-def _span_rows(spans: list[_Span]) -> Iterator[tuple[Any, ...]]:
+def _span_rows(spans: list[_Span], rules: StepRules) -> Iterator[tuple[_Span, tuple[Any, ...]]]:
     question: str | None = None
     for span in spans:
+        query = None
         if span.kind == "RETRIEVER":
             context = _documents(span.attrs, "retrieval.documents")
         elif span.kind == "RERANKER":
             context = _documents(span.attrs, "reranker.output_documents")
         elif span.kind == "TOOL" and str(span.attrs.get("output.value") or "").strip():
+            if rules.skips(str(span.attrs.get("tool.name") or span.name or "")):
+                continue
             context = [str(span.attrs["output.value"])]
+        elif span.kind == "LLM" and rules.web_search and _searches_web(span.attrs):
+            said = _messages(span.attrs, "output")
+            replies = [c for role, c in said if role in (None, "assistant") and c.strip()]
+            answer = replies[-1] if replies else _value_text(span.attrs, "output")
+            if not answer:
+                continue
+            context = [answer]
+            asked = [c for role, c in _messages(span.attrs, "input") if role == "user" and c.strip()]
+            query = asked[-1] if asked else None
         else:
             continue
         if question is None:  # computed once per trace, only for traces with a step
             question = _question_and_history(spans, _root(spans))[0] or ""
-        query = _value_text(span.attrs, "input")
+        query = query or _value_text(span.attrs, "input")
         if query is None and span.kind == "RERANKER":
             query = span.attrs.get("reranker.query")
         row = (span.trace_id, span.span_id, span.kind, span.name, question or None, query)
-        yield (*row, context, span.start)
+        yield span, (*row, context, span.start)
 
 
 def _pick_attr(spans: list[_Span], key: str) -> Any:

@@ -23,12 +23,17 @@ from typing import IO, Any
 import polars as pl
 
 from framekit._errors import InputError
+from framekit.traces._genai import GENAI_JSON_LEAVES, GenAIFormatError, has_genai, merge_genai
 
 
 class TraceFormatError(InputError):
     """A span export that cannot be read: names the file and what is missing or malformed."""
 
     __module__ = "framekit.traces"  # its public home, as in tracebacks and the docs
+
+
+class SpanExportNotFound(TraceFormatError, FileNotFoundError):
+    """A named span export does not exist: an input error, and a ``FileNotFoundError``."""
 
 
 _TRACE_ID = ("context.trace_id", "trace_id", "traceId", "context.traceId")
@@ -38,13 +43,20 @@ _START = ("start_time", "startTimeUnixNano", "start_time_unix_nano", "startTime"
 _STATUS = ("status_code", "status.code", "status.status_code", "status")
 _SKIP = frozenset({"attributes", "events", "links", "resource"})
 # Attributes that are JSON text by convention: a decoded object is re-encoded, not flattened.
-_JSON_LEAVES = frozenset({"input.value", "output.value"})
+_JSON_LEAVES = frozenset({"input.value", "output.value", *GENAI_JSON_LEAVES})
+# The attributes the rows are built from; the rest is dropped as each span is read, so a
+# large export holds only what it needs.
+_KEEP = ("openinference.span.kind", "session.id", "input.", "output.", "retrieval.documents.",
+         "reranker.", "llm.input_messages.", "llm.output_messages.", "llm.tools.", "tool.name",
+         "llm.invocation_parameters")
 _STATUS_NAMES = {"0": "UNSET", "1": "OK", "2": "ERROR"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PARQUET = (".parquet", ".pq")
 _JSON = (".json", ".jsonl", ".ndjson")
 _SUFFIXES = (*_PARQUET, *_JSON, *(f"{s}.gz" for s in _JSON))
 _EXPECTED = ".parquet, .json or .jsonl (.ndjson), the JSON ones optionally gzipped (.gz)"
+_PARQUET_BATCH = 8192
+_MAX_RECORD = 64 * 2**20  # a record spread over lines is given up on past 64 MiB
 _GLOB_MAGIC = re.compile(r"[*?[]")
 # (units per second, smallest plausible value): a 2001+ date in ns is above 1e18, in s 1e9
 _UNITS = ((10**9, 1e17), (10**6, 1e14), (10**3, 1e11), (1, 0.0))
@@ -67,22 +79,25 @@ class _Span:
         return (self.start is None, self.start or _EPOCH, self.order)
 
 
-def _read(source: Any) -> list[_Span]:
+def _read(source: Any) -> Iterator[_Span]:
+    """The spans of a source, one at a time, numbered in export order (file by file)."""
     if isinstance(source, pl.DataFrame):
-        return _from_frame(source, "DataFrame")
+        yield from _from_frame(source, "DataFrame")
+        return
     if type(source).__module__.startswith("pandas"):
         if source.index.name is not None and source.index.name not in source.columns:
             source = source.reset_index()  # Phoenix's query_spans() keeps the span id there
         _check_columns([str(c) for c in source.columns], "DataFrame")
         records = source.to_dict("records")
-        return [_span(row, f"row {i}", "DataFrame", i) for i, row in enumerate(records)]
-    spans: list[_Span] = []
+        yield from (_span(row, f"row {i}", "DataFrame", i) for i, row in enumerate(records))
+        return
+    count = 0
     for path in _paths(source):
-        part = _read_file(path)
-        for span in part:  # numbered across files: ties break in file order, then line order
-            span.order += len(spans)
-        spans += part
-    return spans
+        for span in _read_file(path):
+            # numbered across files: ties break in file order, then line order
+            span.order = count
+            count += 1
+            yield span
 
 
 def _paths(source: Any) -> list[Any]:
@@ -122,7 +137,7 @@ def _suffix(filename: str) -> str:
     return Path(path.stem).suffix.lower() + ".gz"
 
 
-def _read_file(path: Any) -> list[_Span]:
+def _read_file(path: Any) -> Iterator[_Span]:
     """The spans of one file (a ``Path`` or a ``Traversable``), numbered from 0."""
     name = str(path)
     suffix = _suffix(path.name)
@@ -133,35 +148,72 @@ def _read_file(path: Any) -> list[_Span]:
             f"{name}: unknown extension {suffix or '(none)'!r}; expected {_EXPECTED}{hint}"
         )
     if not path.is_file():
-        raise FileNotFoundError(f"{name}: no such span export")
+        raise SpanExportNotFound(f"{name}: no such span export")
     if suffix in _PARQUET:
-        try:
-            frame = pl.read_parquet(path.read_bytes())
-        except Exception as exc:  # polars raises several types for a corrupt file
-            raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
-        return _from_frame(frame, name)
+        yield from _parquet_spans(path, name)
+        return
     with path.open("rb") as raw:
         if not suffix.endswith(".gz"):
-            return _json_spans(raw, suffix, name)
+            yield from _json_spans(raw, suffix, name)
+            return
         try:  # decompressed while read: the errors of a bad file surface mid-parse
-            return _json_spans(gzip.GzipFile(fileobj=raw), suffix.removesuffix(".gz"), name)
+            yield from _json_spans(gzip.GzipFile(fileobj=raw), suffix.removesuffix(".gz"), name)
         except (OSError, EOFError, zlib.error) as exc:  # not gzip, truncated, corrupt, bad CRC
             raise TraceFormatError(f"{name}: not a readable gzip file ({exc})") from exc
 
 
-def _json_spans(stream: IO[bytes] | gzip.GzipFile, suffix: str, name: str) -> list[_Span]:
+def _parquet_spans(path: Any, name: str) -> Iterator[_Span]:
+    """A Parquet export read one row group batch at a time (bounded memory)."""
+    import pyarrow.parquet as pq
+
+    try:
+        source = path if isinstance(path, Path) else io.BytesIO(path.read_bytes())
+        parquet = pq.ParquetFile(source)
+        first = pl.from_arrow(parquet.schema_arrow.empty_table())
+    except Exception as exc:  # pyarrow raises several types for a corrupt file
+        raise TraceFormatError(f"{name}: not a readable Parquet file ({exc})") from exc
+    assert isinstance(first, pl.DataFrame)
+    _check_columns(_columns(first), name)
+    offset = 0
+    for batch in parquet.iter_batches(batch_size=_PARQUET_BATCH):
+        frame = pl.from_arrow(batch)
+        assert isinstance(frame, pl.DataFrame)
+        for i, row in enumerate(frame.iter_rows(named=True), start=offset):
+            yield _span(row, f"row {i}", name, i)
+        offset += frame.height
+
+
+def _json_spans(stream: IO[bytes] | gzip.GzipFile, suffix: str, name: str) -> Iterator[_Span]:
     # newline="": lines split at \n, \r\n or \r as before, the text itself left as written
     text = io.TextIOWrapper(stream, encoding="utf-8-sig", newline="")
-    records = _json_records(text.read(), name) if suffix == ".json" else _jsonl_records(text, name)
-    return [_span(rec, where, name, i) for i, (where, rec) in enumerate(records)]
+    if suffix == ".json":
+        content = text.read()
+        records = _json_records(content, name)
+        if _concatenated(content):  # ConsoleSpanExporter: one pretty-printed span after another
+            records = _jsonl_records(io.StringIO(content, newline=""), name)
+    else:
+        records = _jsonl_records(text, name)
+    return (_span(rec, where, name, i) for i, (where, rec) in enumerate(records))
 
 
-def _from_frame(frame: pl.DataFrame, name: str) -> list[_Span]:
+def _concatenated(content: str) -> bool:
+    try:
+        json.loads(content)
+    except json.JSONDecodeError as exc:
+        return exc.msg == "Extra data"
+    return False
+
+
+def _columns(frame: pl.DataFrame) -> list[str]:
     columns = list(frame.columns)
     if isinstance(context := frame.schema.get("context"), pl.Struct):
         columns += [f"context.{f.name}" for f in context.fields]
-    _check_columns(columns, name)
-    return [_span(row, f"row {i}", name, i) for i, row in enumerate(frame.iter_rows(named=True))]
+    return columns
+
+
+def _from_frame(frame: pl.DataFrame, name: str) -> Iterator[_Span]:
+    _check_columns(_columns(frame), name)
+    return (_span(row, f"row {i}", name, i) for i, row in enumerate(frame.iter_rows(named=True)))
 
 
 def _check_columns(columns: list[str], name: str) -> None:
@@ -195,17 +247,33 @@ def _json_records(text: str, name: str) -> Iterator[tuple[str, Mapping[str, Any]
 
 
 def _jsonl_records(lines: Iterable[str], name: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """One record per line; a record may span lines (``ConsoleSpanExporter`` pretty-prints)."""
+    pending, first = "", 0
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        if not pending and not line.strip():
             continue
+        pending, first = pending + line, first or lineno
         try:
-            item = json.loads(line)
+            item = json.loads(pending)
+        except json.JSONDecodeError as exc:
+            # Cut short (a record continued on the next line): read on; wrong: stop here.
+            if exc.pos >= len(pending.rstrip()) and len(pending) < _MAX_RECORD:
+                continue
+            raise TraceFormatError(
+                f"{name}: malformed JSON on line {first + exc.lineno - 1} (column {exc.colno}): "
+                f"{exc.msg}"
+            ) from exc
+        where = f"line {first}"
+        pending, first = "", 0
+        for span in _expand(item, where, name):
+            yield where, span
+    if pending.strip():
+        try:
+            json.loads(pending)
         except json.JSONDecodeError as exc:
             raise TraceFormatError(
-                f"{name}: malformed JSON on line {lineno} (column {exc.colno}): {exc.msg}"
+                f"{name}: malformed JSON on line {first} (column {exc.colno}): {exc.msg}"
             ) from exc
-        for span in _expand(item, f"line {lineno}", name):
-            yield f"line {lineno}", span
 
 
 def _is_otlp(item: Mapping[str, Any]) -> bool:
@@ -244,19 +312,32 @@ def _span(record: Mapping[str, Any], where: str, name: str, order: int) -> _Span
             raise TraceFormatError(
                 f"{name}: {where}: span has no {what} id (expected one of {', '.join(keys)})"
             )
+    if has_genai(attrs):
+        try:
+            merge_genai(attrs)
+        except GenAIFormatError as exc:
+            raise TraceFormatError(f"{name}: {where}: span {span_id}: {exc}") from None
+    attrs = {k: v for k, v in attrs.items() if k.startswith(_KEEP)}
     parent = _pick(top, _PARENT_ID)
     kind = attrs.get("openinference.span.kind") or top.get("span_kind") or "UNKNOWN"
     return _Span(
-        trace_id=str(trace_id),
-        span_id=str(span_id),
-        parent_id=str(parent) if parent not in (None, "") else None,
+        trace_id=_hex(trace_id),
+        span_id=_hex(span_id),
+        parent_id=_hex(parent) if parent not in (None, "") else None,
         name=None if top.get("name") is None else str(top["name"]),
         kind=str(kind).upper(),
         start=_time(_pick(top, _START), where, name),
-        status=_status(_pick(top, _STATUS)),
+        # OTLP/JSON leaves out a default (UNSET) status: it is UNSET, not unknown
+        status=_status(_pick(top, _STATUS)) or ("UNSET" if "spanId" in record else None),
         attrs=attrs,
         order=order,
     )
+
+
+def _hex(value: Any) -> str:
+    # ConsoleSpanExporter writes ids as "0x..."; OTLP/JSON and Phoenix as bare hex
+    text = str(value)
+    return text[2:] if text[:2] in ("0x", "0X") else text
 
 
 def _decode_attributes(value: Any, where: str, name: str) -> Any:

@@ -14,6 +14,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+#: The template version a built-in evaluator uses unless ``version=`` says otherwise: the
+#: one that asks its source document's question (each template file names its source).
+DEFAULT_VERSION = "v1"
+
 
 @dataclass(frozen=True)
 class TemplateSpec:

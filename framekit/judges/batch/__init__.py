@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from framekit._errors import JudgeConfigurationError
 from framekit.judges.batch.anthropic import AnthropicBatchClient
 from framekit.judges.batch.base import TERMINAL, BatchClient, BatchStatus, LineResult, env_key
 from framekit.judges.batch.openai import OpenAIBatchClient
 from framekit.judges.batch.pricing import batch_price
+from framekit.judges.http import resolve_endpoint
 
 if TYPE_CHECKING:
     from framekit.judges.litellm_judge import Judge
@@ -36,6 +38,11 @@ _KEY_VARS = {
     "openai": ("FRAMEKIT_API_KEY", "OPENAI_API_KEY"),
     "anthropic": ("FRAMEKIT_API_KEY", "ANTHROPIC_API_KEY"),
 }
+# (key variable, base-URL variables) litellm reads for each provider.
+_ENDPOINT_VARS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai": ("OPENAI_API_KEY", ("OPENAI_BASE_URL", "OPENAI_API_BASE")),
+    "anthropic": ("ANTHROPIC_API_KEY", ("ANTHROPIC_API_BASE",)),
+}
 
 
 def provider_of(model: str) -> str:
@@ -50,18 +57,47 @@ def wire_model(model: str) -> str:
 
 
 def make_client(
-    provider: str, api_base: str | None, api_key: str | None, model: str, **params: object
+    provider: str,
+    api_base: str | None,
+    api_key: str | None,
+    model: str,
+    secrets: tuple[str, ...] = (),
+    **params: object,
 ) -> BatchClient:
-    """A client for ``provider`` at ``api_base`` (its public endpoint when ``None``)."""
+    """A client for ``provider`` at ``api_base`` (its public endpoint when ``None``);
+    ``secrets`` are redacted from every error it raises (the key always is)."""
     cls = AnthropicBatchClient if provider == "anthropic" else OpenAIBatchClient
     key = api_key or env_key(*_KEY_VARS[cls.provider])
-    return cls(api_base or _DEFAULT_BASE[cls.provider], key, wire_model(model), dict(params))
+    hidden = tuple(dict.fromkeys([*secrets, *([key] if key else [])]))
+    client = cls(api_base or _DEFAULT_BASE[cls.provider], key, wire_model(model), dict(params))
+    client.secrets = hidden
+    return client
 
 
 def client_for(judge: Judge) -> BatchClient:
-    """The batch client speaking to ``judge``'s endpoint with its decoding parameters."""
-    ident = judge.cache_identity()
+    """The batch client speaking to ``judge``'s endpoint with its decoding parameters.
+
+    Endpoint and key are resolved as the HTTP transport resolves them (the judge's own,
+    else the provider's variables), and a judge that cannot work as configured (no key
+    for a provider's public endpoint, a malformed key or ``api_base``) raises
+    :class:`~framekit.JudgeConfigurationError` here, before anything is written or
+    uploaded.
+    """
     provider = provider_of(judge.model)
+    problem = judge.configuration_problem()
+    if problem:
+        raise JudgeConfigurationError(problem)
+    env = _ENDPOINT_VARS[provider] if provider == "anthropic" else None
+    if env is None and judge.model.partition("/")[0] not in ("openai", "hosted_vllm"):
+        env = _ENDPOINT_VARS["openai"]
+    base, key = resolve_endpoint(judge, env)
+    if key is None and base is None:
+        # The provider's public endpoint always needs a key (a self-hosted one may not).
+        raise JudgeConfigurationError(
+            f"no API key for {judge.model!r}: set FRAMEKIT_API_KEY or "
+            f"{_KEY_VARS[provider][1]}, or pass api_key=..."
+        )
+    ident = judge.cache_identity()
     params: dict[str, object] = {"max_tokens": judge.max_tokens, **ident["params"]}
     params["temperature"] = judge.temperature
-    return make_client(provider, judge.api_base, judge._api_key, judge.model, **params)
+    return make_client(provider, base, key, judge.model, tuple(judge.secrets), **params)

@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 
 from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit._secrets import redact
 from framekit.judges.structured import one_line
 
 #: Provider states after which nothing changes any more.
@@ -85,6 +86,8 @@ class BatchClient:
     model: str
     params: dict[str, Any] = field(default_factory=dict)
     timeout: float = 600.0
+    #: Strings redacted from every error this client raises (the key, the judge's secrets).
+    secrets: tuple[str, ...] = ()
 
     provider = "base"
     #: Provider limits on one batch (requests, bytes of the uploaded body).
@@ -133,14 +136,14 @@ class BatchClient:
         async with self.session().request(method, self.api_base + path, **kwargs) as resp:
             body = await resp.read()
             if resp.status >= 400:
-                raise _http_error(resp.status, body)
+                raise _http_error(resp.status, body, self.secrets)
             return json.loads(body) if body else {}
 
     async def lines(self, url: str) -> AsyncIterator[bytes]:
         """The lines of a download, read in 64 kB pieces (never the whole file at once)."""
         async with self.session().get(url) as resp:
             if resp.status >= 400:
-                raise _http_error(resp.status, await resp.read())
+                raise _http_error(resp.status, await resp.read(), self.secrets)
             rest = b""
             async for chunk in resp.content.iter_chunked(1 << 16):
                 rest += chunk
@@ -170,14 +173,15 @@ class BatchClient:
         raise NotImplementedError
 
 
-def _http_error(status: int, body: bytes) -> JudgeError:
+def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> JudgeError:
     try:
         data = json.loads(body)
         error = data.get("error") if isinstance(data, dict) else None
         message = error.get("message") if isinstance(error, dict) else None
     except ValueError:
         message = None
-    text = one_line(message or body.decode("utf-8", "replace") or "no message", 200)
+    # A provider (or a proxy) may echo the request's credentials back in its message.
+    text = redact(one_line(message or body.decode("utf-8", "replace") or "no message", 200), secrets)
     if status in (401, 403):
         return JudgeAuthenticationError(
             f"the batch API rejected the credentials: HTTP {status}: {text}"

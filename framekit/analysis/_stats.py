@@ -1,9 +1,14 @@
-"""Statistics behind ``summarize`` and ``compare``, in plain numpy.
+"""Statistics behind ``summarize`` and ``compare``.
 
-Bootstrap intervals of a mean, paired and two-sample bootstrap tests, the Wilcoxon
-signed-rank and Mann-Whitney U tests, Welch and paired t-tests, and Holm's correction.
-scipy is deliberately not a runtime dependency (it is large and framekit only needs a
-handful of tests); the test suite checks every function here against scipy's reference.
+Bootstrap intervals of a mean and paired and two-sample bootstrap tests (framekit's own,
+in numpy: see below), and, through ``scipy.stats``, the Wilcoxon signed-rank and
+Mann-Whitney U tests and Welch and paired t-tests; Holm's correction is a few lines.
+
+scipy is an optional extra (``pip install 'framekit[stats]'``): it is only needed for
+``compare(test="wilcoxon" | "t")``, it adds about 140 MB to an installation, and importing
+``scipy.stats`` takes several times as long as importing numpy. So it is imported inside
+the functions that need it, never when framekit or this module is imported, and the
+default bootstrap comparison does not need it at all.
 
 The bootstrap draws a multinomial count per *distinct value* instead of an index per row:
 judge scores take a few levels (0, 0.25, ..., 1), so a resample of 100 000 rows costs five
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -205,54 +211,29 @@ def two_sample_bootstrap(
     return TestResult(est, low, high, est, _sign_pvalue(samples))
 
 
+# --------------------------------------------------------------------------- scipy
+
+
+def _scipy_stats() -> Any:
+    try:
+        from scipy import stats
+    except ImportError as exc:
+        raise ModuleNotFoundError(
+            "rank and t tests need scipy: pip install 'framekit[stats]' "
+            "(the default test='bootstrap' does not)"
+        ) from exc
+    return stats
+
+
 # --------------------------------------------------------------------------- ranks
-
-
-def _rank_average(x: FloatArray) -> tuple[FloatArray, NDArray[np.int64]]:
-    """Average ranks (1-based) of ``x`` and the size of every group of tied values."""
-    order = np.argsort(x, kind="mergesort")
-    sorted_x = x[order]
-    # Start of each run of equal values in the sorted order.
-    starts = np.flatnonzero(np.r_[True, sorted_x[1:] != sorted_x[:-1]])
-    sizes = np.diff(np.r_[starts, x.size])
-    # The average rank of a run [s, s + t) is s + (t + 1) / 2 in 1-based ranks.
-    run_rank = starts + (sizes + 1) / 2.0
-    ranks = np.empty(x.size)
-    ranks[order] = np.repeat(run_rank, sizes)
-    return ranks, sizes.astype(np.int64)
-
-
-def norm_sf(z: float) -> float:
-    """Survival function of the standard normal distribution.
-
-    Examples
-    --------
-    >>> round(norm_sf(1.959963984540054), 6)
-    0.025
-    """
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-def _signed_rank_counts(n: int) -> FloatArray:
-    """Number of subsets of {1..n} with each sum 0..n(n+1)/2 (exact for n <= 50 in float)."""
-    counts = np.zeros(n * (n + 1) // 2 + 1)
-    counts[0] = 1.0
-    top = 0
-    for i in range(1, n + 1):
-        counts[i : top + i + 1] += counts[: top + 1].copy()
-        top += i
-    return counts
 
 
 def wilcoxon_signed_rank(differences: ArrayLike) -> tuple[float, float]:
     """Two-sided Wilcoxon signed-rank test of paired differences; ``(statistic, pvalue)``.
 
-    Follows ``scipy.stats.wilcoxon``'s defaults (``zero_method="wilcox"``, no continuity
-    correction, ``method="auto"``): zero differences are dropped before ranking; with at
-    most 50 differences and no ties or zeros the p-value is exact; with ties or zeros and at
-    most 13 differences it comes from all 2**n sign flips (as scipy's permutation test
-    does); otherwise from the normal approximation with the tie correction. The statistic
-    is the smaller of the positive and negative rank sums.
+    ``scipy.stats.wilcoxon`` with its defaults (zero differences dropped, exact or
+    permutation p-values for small samples, else the normal approximation with the tie
+    correction). The statistic is the smaller of the positive and negative rank sums.
 
     One deliberate difference: when every difference is zero the p-value is 1.0 (no
     evidence of a difference) where scipy returns NaN for more than 13 pairs.
@@ -263,63 +244,20 @@ def wilcoxon_signed_rank(differences: ArrayLike) -> tuple[float, float]:
     (1.0, 0.0625)
     """
     d = _clean(differences)
-    n_all = d.size
-    if n_all == 0:
+    if d.size == 0:
         return math.nan, math.nan
-    nonzero = d[d != 0]
-    n = nonzero.size
-    if n == 0:
+    if not d.any():
         return 0.0, 1.0
-    ranks, ties = _rank_average(np.abs(nonzero))
-    r_plus = float(ranks[nonzero > 0].sum())
-    r_minus = float(ranks[nonzero < 0].sum())
-    statistic = min(r_plus, r_minus)
-    has_ties = bool((ties > 1).any())
-
-    if n_all <= 50 and not has_ties and n == n_all:
-        pmf = _signed_rank_counts(n) / 2.0**n
-        sf = pmf[int(math.floor(r_plus)) :].sum()
-        cdf = pmf[: int(math.ceil(r_plus)) + 1].sum()
-        return statistic, float(min(1.0, 2.0 * min(sf, cdf)))
-
-    if n_all <= 13:
-        # Every sign assignment of the nonzero differences; zeros never change sign.
-        flips = ((np.arange(2**n)[:, None] >> np.arange(n)) & 1).astype(bool)
-        null = flips.astype(np.float64) @ ranks
-        # The relative tolerance mirrors scipy.stats.permutation_test's, so exact ties
-        # between the observed and a permuted statistic count on both sides.
-        gamma = abs(r_plus) * 1e-14
-        less = np.count_nonzero(null <= r_plus + gamma) / null.size
-        greater = np.count_nonzero(null >= r_plus - gamma) / null.size
-        return statistic, float(min(1.0, 2.0 * min(less, greater)))
-
-    mean = n * (n + 1) / 4.0
-    var = n * (n + 1) * (2 * n + 1) / 24.0 - float((ties**3 - ties).sum()) / 48.0
-    z = (r_plus - mean) / math.sqrt(var)
-    return statistic, float(min(1.0, 2.0 * norm_sf(abs(z))))
-
-
-def _rank_sum_counts(m: int, n: int) -> list[int]:
-    """Exact counts of U = 0..m*n for samples of sizes m and n (Gaussian binomial)."""
-    # [m + n choose m]_q = prod_{i=1..m} (1 - q^(n+i)) / (1 - q^i); Python ints keep the
-    # alternating signs of the intermediate products exact.
-    poly: list[int] = [1]
-    for i in range(1, m + 1):
-        grown = poly + [0] * (n + i)
-        for k, c in enumerate(poly):
-            grown[k + n + i] -= c
-        for k in range(i, len(grown)):  # divide by (1 - q^i): running sums of stride i
-            grown[k] += grown[k - i]
-        poly = grown[: i * n + 1]  # the top i coefficients are now zero
-    return poly[: m * n + 1]
+    result = _scipy_stats().wilcoxon(d)
+    return float(result.statistic), float(result.pvalue)
 
 
 def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     """Two-sided Mann-Whitney U (Wilcoxon rank-sum) test; ``(U of a, pvalue)``.
 
-    Follows ``scipy.stats.mannwhitneyu``'s defaults: exact p-value when one sample has at
-    most 8 values and there are no ties, otherwise the normal approximation with the tie
-    and continuity corrections.
+    ``scipy.stats.mannwhitneyu`` with its defaults (exact for small samples without ties,
+    else the normal approximation with the tie and continuity corrections). When every
+    value of both samples is the same the p-value is 1.0 (no evidence), not NaN.
 
     Examples
     --------
@@ -327,85 +265,31 @@ def mann_whitney_u(a: ArrayLike, b: ArrayLike) -> tuple[float, float]:
     (0.0, 0.05714285714285714)
     """
     xa, xb = _clean(a), _clean(b)
-    n1, n2 = xa.size, xb.size
-    if n1 == 0 or n2 == 0:
+    if xa.size == 0 or xb.size == 0:
         return math.nan, math.nan
-    ranks, ties = _rank_average(np.concatenate([xa, xb]))
-    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2.0)
-    u = max(u1, n1 * n2 - u1)
-    has_ties = bool((ties > 1).any())
-    if min(n1, n2) <= 8 and not has_ties:
-        counts = _rank_sum_counts(min(n1, n2), max(n1, n2))
-        # Big-int division first, so huge counts do not overflow a float.
-        p = 2.0 * (sum(counts[int(u) :]) / sum(counts))
-        return u1, float(min(1.0, p))
-    n = n1 + n2
-    tie_term = float((ties**3 - ties).sum())
-    s = math.sqrt(n1 * n2 / 12.0 * ((n + 1) - tie_term / (n * (n - 1))))
-    if s == 0.0:
-        return u1, 1.0
-    z = (u - n1 * n2 / 2.0 - 0.5) / s
-    return u1, float(min(1.0, 2.0 * norm_sf(z)))
+    both = np.concatenate([xa, xb])
+    if (both == both[0]).all():
+        return xa.size * xb.size / 2.0, 1.0
+    result = _scipy_stats().mannwhitneyu(xa, xb)
+    return float(result.statistic), float(result.pvalue)
 
 
 # --------------------------------------------------------------------------- t tests
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 10_000):
-        m2 = 2 * m
-        for aa in (
-            m * (b - m) * x / ((qam + m2) * (a + m2)),
-            -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2)),
-        ):
-            d = 1.0 + aa * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta function I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    log_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    if x < (a + 1.0) / (a + b + 2.0):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1.0 - math.exp(log_front) * _betacf(b, a, 1.0 - x) / b
-
-
 def t_sf(t: float, df: float) -> float:
-    """Survival function of Student's t with ``df`` degrees of freedom (any real df > 0).
+    """Survival function of Student's t with ``df`` degrees of freedom (``scipy.stats.t``).
 
     Examples
     --------
     >>> round(t_sf(2.0, 10), 6)
     0.036694
     """
-    if math.isnan(t) or math.isnan(df):
-        return math.nan
-    if math.isinf(t):
-        return 0.0 if t > 0 else 1.0
-    tail = 0.5 * _betainc(df / 2.0, 0.5, df / (df + t * t))
-    return tail if t >= 0 else 1.0 - tail
+    return float(_scipy_stats().t.sf(t, df))
 
 
 def t_ppf(q: float, df: float) -> float:
-    """Quantile of Student's t (bisection on ``t_sf``; accurate to about 1e-12).
+    """Quantile of Student's t (``scipy.stats.t``).
 
     Examples
     --------
@@ -414,38 +298,31 @@ def t_ppf(q: float, df: float) -> float:
     """
     if not 0.0 < q < 1.0:
         raise ValueError(f"q must be in (0, 1), got {q!r}")
-    if q < 0.5:
-        return -t_ppf(1.0 - q, df)
-    tail = 1.0 - q
-    low, high = 0.0, 1.0
-    while t_sf(high, df) > tail:
-        low, high = high, high * 2.0
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if t_sf(mid, df) > tail:
-            low = mid
-        else:
-            high = mid
-        if high - low <= 1e-13 * max(1.0, high):
-            break
-    return 0.5 * (low + high)
+    return float(_scipy_stats().t.ppf(q, df))
 
 
-def _t_result(estimate: float, se: float, df: float, alpha: float) -> TestResult:
-    if se == 0.0:
-        # Constant data: scipy returns NaN; a zero difference is no evidence, any other
-        # difference is certain.
-        p = 1.0 if estimate == 0.0 else 0.0
-        return TestResult(estimate, estimate, estimate, math.copysign(math.inf, estimate), p)
-    t = estimate / se
-    half = t_ppf(1.0 - alpha / 2.0, df) * se
-    return TestResult(estimate, estimate - half, estimate + half, t, min(1.0, 2 * t_sf(abs(t), df)))
+def _constant(estimate: float) -> TestResult:
+    """Constant data (no spread): scipy returns NaN; a zero difference is no evidence, any
+    other difference is certain."""
+    p = 1.0 if estimate == 0.0 else 0.0
+    return TestResult(estimate, estimate, estimate, math.copysign(math.inf, estimate), p)
+
+
+def _t_result(estimate: float, result: Any, confidence: float) -> TestResult:
+    interval = result.confidence_interval(confidence_level=confidence)
+    return TestResult(
+        estimate,
+        float(interval.low),
+        float(interval.high),
+        float(result.statistic),
+        float(result.pvalue),
+    )
 
 
 def welch_t_test(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95) -> TestResult:
     """Welch's unequal-variance t-test of ``mean(b) - mean(a)`` with its t interval.
 
-    ``statistic`` equals ``scipy.stats.ttest_ind(b, a, equal_var=False).statistic``.
+    ``scipy.stats.ttest_ind(b, a, equal_var=False)`` and its confidence interval.
 
     Examples
     --------
@@ -453,22 +330,22 @@ def welch_t_test(a: ArrayLike, b: ArrayLike, *, confidence: float = 0.95) -> Tes
     >>> round(r.estimate, 3), round(r.pvalue, 4)
     (0.45, 0.0086)
     """
-    alpha = _check_confidence(confidence)
+    _check_confidence(confidence)
     xa, xb = _clean(a), _clean(b)
     if xa.size < 2 or xb.size < 2:
         est = float(xb.mean() - xa.mean()) if xa.size and xb.size else math.nan
         return TestResult(est, math.nan, math.nan, math.nan, math.nan)
-    va, vb = xa.var(ddof=1) / xa.size, xb.var(ddof=1) / xb.size
     est = float(xb.mean() - xa.mean())
-    se = math.sqrt(va + vb)
-    if se == 0.0:
-        return _t_result(est, 0.0, math.nan, alpha)
-    df = (va + vb) ** 2 / (va**2 / (xa.size - 1) + vb**2 / (xb.size - 1))
-    return _t_result(est, se, float(df), alpha)
+    if xa.var() == 0.0 and xb.var() == 0.0:
+        return _constant(est)
+    result = _scipy_stats().ttest_ind(xb, xa, equal_var=False)
+    return _t_result(est, result, confidence)
 
 
 def paired_t_test(differences: ArrayLike, *, confidence: float = 0.95) -> TestResult:
     """Paired (one-sample) t-test of the mean of per-pair differences, with its interval.
+
+    ``scipy.stats.ttest_1samp(differences, 0)`` and its confidence interval.
 
     Examples
     --------
@@ -476,13 +353,15 @@ def paired_t_test(differences: ArrayLike, *, confidence: float = 0.95) -> TestRe
     >>> round(r.estimate, 3), round(r.pvalue, 4)
     (0.2, 0.0048)
     """
-    alpha = _check_confidence(confidence)
+    _check_confidence(confidence)
     d = _clean(differences)
     if d.size < 2:
         est = float(d.mean()) if d.size else math.nan
         return TestResult(est, math.nan, math.nan, math.nan, math.nan)
-    se = float(d.std(ddof=1) / math.sqrt(d.size))
-    return _t_result(float(d.mean()), se, float(d.size - 1), alpha)
+    if d.var() == 0.0:
+        return _constant(float(d.mean()))
+    result = _scipy_stats().ttest_1samp(d, 0.0)
+    return _t_result(float(d.mean()), result, confidence)
 
 
 # --------------------------------------------------------------------------- multiplicity
@@ -514,7 +393,6 @@ __all__ = [
     "bootstrap_means",
     "holm",
     "mann_whitney_u",
-    "norm_sf",
     "paired_bootstrap",
     "paired_t_test",
     "t_ppf",

@@ -95,7 +95,7 @@ def local_model_available() -> bool:
 
     Examples
     --------
-    >>> from framekit.judges.embedder import local_model_available
+    >>> from framekit.judges.local.embedder import local_model_available
     >>> isinstance(local_model_available(), bool)
     True
     """
@@ -159,7 +159,7 @@ class LocalEmbedder:
 
     Examples
     --------
-    >>> from framekit.judges.embedder import LocalEmbedder
+    >>> from framekit.judges.local.embedder import LocalEmbedder
     >>> vectors = LocalEmbedder.default().embed(["a cat sat", "a dog ran"])  # doctest: +SKIP
     >>> vectors.shape  # doctest: +SKIP
     (2, 384)
@@ -243,7 +243,7 @@ class LocalEmbedder:
 
         Examples
         --------
-        >>> from framekit.judges.embedder import LocalEmbedder
+        >>> from framekit.judges.local.embedder import LocalEmbedder
         >>> LocalEmbedder.default() is LocalEmbedder.default()  # doctest: +SKIP
         True
         """
@@ -274,7 +274,7 @@ class LocalEmbedder:
 
         Examples
         --------
-        >>> from framekit.judges.embedder import LocalEmbedder
+        >>> from framekit.judges.local.embedder import LocalEmbedder
         >>> v = LocalEmbedder.default().embed(["How tall is Everest?"])  # doctest: +SKIP
         >>> round(float(v[0] @ v[0]), 3)  # doctest: +SKIP
         1.0

@@ -1,10 +1,11 @@
 """The numbers behind the offline ("local") judge: similarities, labels and cut points.
 
 Pure functions on texts and vectors; nothing here loads a model. The embedder
-(:mod:`framekit.judges.embedder`) turns texts into unit vectors, these functions turn
+(:mod:`framekit.judges.local.embedder`) turns texts into unit vectors, these functions turn
 vectors into one similarity per record, and :data:`CALIBRATION` turns a similarity into
 an evaluator's label with cut points measured by ``scripts/calibrate_local_judge.py``
-(WikiQA for relevance, Wikipedia sentence order for coherence; see ``calibration.json``).
+(WikiQA, relevance) and ``scripts/calibrate_offline_coherence.py`` (SummEval, coherence:
+see :mod:`framekit.judges.local.coherence`); the figures are in ``calibration.json``.
 """
 
 from __future__ import annotations

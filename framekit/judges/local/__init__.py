@@ -1,7 +1,15 @@
 """The offline judge: embedding-similarity proxies computed on the CPU, no API at all.
 
-Each built-in evaluator documents its own local method (``local_texts`` and
-``local_verdict``); this judge only embeds texts, off the event loop, in batches.
+The whole offline judge lives in this package:
+
+- ``LocalJudge`` (here): the judge object; it only embeds texts, off the event loop.
+- ``embedder``: all-MiniLM-L6-v2 as int8 ONNX on onnxruntime, checksum-pinned.
+- ``methods``: similarities, sentence splitting, and the cut points of ``calibration.json``
+  (written by ``scripts/calibrate_local_judge.py``).
+
+Which texts an evaluator compares and how a similarity becomes its label is the
+evaluator's knowledge (``local_texts`` / ``local_verdict``, in
+``framekit/evaluators/_local.py``): evaluators sit above judges, so that part stays there.
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ class LocalJudge:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from framekit.judges.embedder import LocalEmbedder
+            from framekit.judges.local.embedder import LocalEmbedder
 
             self._embedder = LocalEmbedder.default()
         return self._embedder
@@ -47,7 +55,7 @@ class LocalJudge:
     def model_id(self) -> str:
         """Model name plus the pinned checksum: part of every embedding cache key."""
         # A constant from the pinned checksum: a fully cached run never loads the model.
-        from framekit.judges.embedder import MODEL_ID
+        from framekit.judges.local.embedder import MODEL_ID
 
         return MODEL_ID
 

@@ -13,10 +13,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
-from framekit.report import (
-    FrameLike,
-    _resolve_evaluators,
-    _to_polars,
+from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
+from framekit.analysis.report import (
     compare,
     describe_comparison,
     failures,
@@ -123,8 +121,8 @@ def write_html_report(
     ...     "<table>" in out.read_text()
     True
     """
-    frame = _to_polars(scored)
-    names = _resolve_evaluators(frame, evaluators)
+    frame = to_polars(scored)
+    names = resolve_evaluators(frame, evaluators)
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="meta">{frame.height} rows; evaluators: {html.escape(", ".join(names))}</p>',
@@ -147,11 +145,11 @@ def write_html_report(
         ]
     sections.append("<h2>Charts</h2>")
     try:
-        from framekit import plot
+        from framekit.analysis import plot
 
         sections.append(_png_tag(plot.distributions(frame, names, by), "score distributions"))
         if summary_by is not None and by is not None:
-            sections.append(_png_tag(plot._means_figure(summary_by, by), f"mean score by {by}"))
+            sections.append(_png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}"))
     except ModuleNotFoundError as exc:
         warnings.warn(f"HTML report written without charts: {exc}", stacklevel=2)
         sections.append(f"<p>{html.escape(str(exc))}</p>")

@@ -17,21 +17,22 @@ import itertools
 import math
 import zlib
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from dataclasses import astuple, dataclass, fields
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
 
-from framekit import _stats
+from framekit import _result_columns as result_columns
 from framekit._errors import InputError
-from framekit._frames import to_polars
 from framekit._score import Direction
+from framekit.analysis import _stats
+from framekit.analysis._inputs import FrameLike
+from framekit.analysis._inputs import resolve_columns as _resolve_columns
+from framekit.analysis._inputs import resolve_evaluators as _resolve_evaluators
+from framekit.analysis._inputs import score as _score
+from framekit.analysis._inputs import to_polars as _to_polars
 
-if TYPE_CHECKING:
-    pass
-
-#: A polars DataFrame or LazyFrame, a pandas DataFrame, a pyarrow Table or a DuckDB relation.
-FrameLike: TypeAlias = Any
 Test = Literal["bootstrap", "wilcoxon", "t"]
 
 _LABEL_COUNTS = pl.List(pl.Struct({"label": pl.String, "count": pl.Int64}))
@@ -43,11 +44,6 @@ _TEST_NAMES: dict[str, tuple[str, str]] = {  # test -> (paired name, unpaired na
 
 
 # --------------------------------------------------------------------------- inputs
-
-
-def _to_polars(frame: FrameLike) -> pl.DataFrame:
-    """Any supported frame as a polars DataFrame (LazyFrames are collected)."""
-    return to_polars(frame).frame
 
 
 def evaluator_names(scored: FrameLike) -> list[str]:
@@ -66,40 +62,7 @@ def evaluator_names(scored: FrameLike) -> list[str]:
         if isinstance(scored, pl.LazyFrame)
         else _to_polars(scored).columns
     )
-    present = set(columns)
-    return [
-        c.removesuffix("_score")
-        for c in columns
-        if c.endswith("_score") and f"{c.removesuffix('_score')}_error" in present
-    ]
-
-
-def _resolve_evaluators(frame: pl.DataFrame, evaluators: str | Sequence[str] | None) -> list[str]:
-    found = evaluator_names(frame)
-    if evaluators is None:
-        if not found:
-            raise InputError(
-                "no evaluator results found: expected <name>_score and <name>_error columns; "
-                f"columns are {frame.columns}"
-            )
-        return found
-    wanted = [evaluators] if isinstance(evaluators, str) else list(evaluators)
-    missing = [name for name in wanted if name not in found]
-    if missing:
-        raise InputError(f"no results for evaluator(s) {missing}; the frame has {found}")
-    return wanted
-
-
-def _resolve_columns(
-    frame: pl.DataFrame, columns: str | Sequence[str] | None, what: str
-) -> list[str]:
-    names = [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
-    missing = [c for c in names if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"{what} column(s) {missing} not in the frame; columns are {frame.columns}"
-        )
-    return names
+    return result_columns.evaluator_names(columns)
 
 
 def _check_options(confidence: float, n_resamples: int, seed: int) -> float:
@@ -115,11 +78,6 @@ def _check_options(confidence: float, n_resamples: int, seed: int) -> float:
 def _rng(seed: int, *key: object) -> np.random.Generator:
     """A generator for one cell, independent of which other cells exist."""
     return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-
-
-def _score(name: str) -> pl.Expr:
-    # NaN is treated like null: neither is a score.
-    return pl.col(f"{name}_score").cast(pl.Float64).fill_nan(None)
 
 
 def _num(value: float | None) -> float | None:
@@ -359,52 +317,99 @@ def _pairs(groups: list[Any], baseline: Any) -> list[tuple[Any, Any]]:
     return [(baseline, g) for g in groups if g != baseline]
 
 
-_COMPARE_COLUMNS = (
-    "evaluator", "group_a", "group_b",
-    "n_a", "mean_a", "ci_low_a", "ci_high_a", "n_b", "mean_b", "ci_low_b", "ci_high_b",
-    "n_pairs", "dropped_pairs", "unmatched", "diff", "diff_ci_low", "diff_ci_high",
-    "test", "p_value", "p_adjusted", "winner",
-)  # fmt: skip
+@dataclass
+class ComparisonRow:
+    """One row of :func:`compare`: one evaluator, one pair of groups. Its fields, in
+    order, are the columns of the result; their types give the column dtypes."""
+
+    evaluator: str
+    group_a: Any  # the dtype of the group column
+    group_b: Any
+    n_a: int
+    mean_a: float | None
+    ci_low_a: float | None
+    ci_high_a: float | None
+    n_b: int
+    mean_b: float | None
+    ci_low_b: float | None
+    ci_high_b: float | None
+    n_pairs: int | None  # null when unpaired
+    dropped_pairs: int | None
+    unmatched: int | None
+    diff: float | None
+    diff_ci_low: float | None
+    diff_ci_high: float | None
+    test: str
+    p_value: float | None
+    p_adjusted: float | None = None
+    winner: Any = None
+
+    @classmethod
+    def schema(cls, group_type: pl.DataType) -> dict[str, Any]:
+        """Column -> dtype of a comparison whose groups have ``group_type``."""
+        dtypes = {"str": pl.String, "int": pl.Int64, "float": pl.Float64, "Any": group_type}
+        return {f.name: dtypes[str(f.type).split(" ")[0]] for f in fields(cls)}
 
 
-def _compare_pair(
-    parts: dict[Any, pl.DataFrame],
-    values: dict[Any, np.ndarray],
-    cis: dict[Any, tuple[float, float]],
-    name: str,
-    pair: tuple[Any, Any],
-    keys: list[str],
-    test: Test,
-    alpha: float,
-    n_resamples: int,
-    seed: int,
-) -> tuple[dict[str, Any], _stats.TestResult]:
-    """One output row (all but ``p_adjusted`` and ``winner``) and its test result."""
-    a, b = pair
-    row: dict[str, Any] = {"evaluator": name, "group_a": a, "group_b": b}
-    for side, g in (("a", a), ("b", b)):
-        row[f"n_{side}"] = values[g].size
-        row[f"mean_{side}"] = float(values[g].mean()) if values[g].size else None
-        row[f"ci_low_{side}"], row[f"ci_high_{side}"] = map(_num, cis[g])
-    rng = _rng(seed, name, "diff", a, b)
-    if keys:
-        left = parts[a].select(*keys, _score(name).alias("__a"))
-        right = parts[b].select(*keys, _score(name).alias("__b"))
-        joined = left.join(right, on=keys, how="inner")  # null keys never pair
-        valid = joined.drop_nulls(["__a", "__b"])
-        row["n_pairs"] = valid.height
-        row["dropped_pairs"] = joined.height - valid.height
-        row["unmatched"] = left.height + right.height - 2 * joined.height
-        xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
-    else:
-        row["n_pairs"] = row["dropped_pairs"] = row["unmatched"] = None
-        xa, xb = values[a], values[b]
-    result = _pair_test(xa, xb, bool(keys), test, alpha, n_resamples, rng)
-    row["diff"] = _num(result.estimate)
-    row["diff_ci_low"], row["diff_ci_high"] = _num(result.ci_low), _num(result.ci_high)
-    row["test"] = _TEST_NAMES[test][0 if keys else 1]
-    row["p_value"] = _num(result.pvalue)
-    return row, result
+@dataclass(frozen=True)
+class _Comparison:
+    """What every pair of one ``compare`` call shares: the groups' rows and the options."""
+
+    parts: dict[Any, pl.DataFrame]
+    keys: list[str]
+    test: Test
+    alpha: float
+    n_resamples: int
+    seed: int
+
+    def pair(
+        self,
+        name: str,
+        values: dict[Any, np.ndarray],
+        cis: dict[Any, tuple[float, float]],
+        a: Any,
+        b: Any,
+    ) -> tuple[ComparisonRow, _stats.TestResult]:
+        """Row ``b - a`` of evaluator ``name`` (without ``p_adjusted`` and ``winner``)."""
+        rng = _rng(self.seed, name, "diff", a, b)
+        pairs: tuple[int | None, int | None, int | None] = (None, None, None)
+        if self.keys:
+            left = self.parts[a].select(*self.keys, _score(name).alias("__a"))
+            right = self.parts[b].select(*self.keys, _score(name).alias("__b"))
+            joined = left.join(right, on=self.keys, how="inner")  # null keys never pair
+            valid = joined.drop_nulls(["__a", "__b"])
+            lone = left.height + right.height - 2 * joined.height
+            pairs = (valid.height, joined.height - valid.height, lone)
+            xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
+        else:
+            xa, xb = values[a], values[b]
+        result = _pair_test(
+            xa, xb, bool(self.keys), self.test, self.alpha, self.n_resamples, rng
+        )
+        n_pairs, dropped, unmatched = pairs
+        mean_a, mean_b = (float(values[g].mean()) if values[g].size else None for g in (a, b))
+        row = ComparisonRow(
+            evaluator=name,
+            group_a=a,
+            group_b=b,
+            n_a=values[a].size,
+            mean_a=mean_a,
+            ci_low_a=_num(cis[a][0]),
+            ci_high_a=_num(cis[a][1]),
+            n_b=values[b].size,
+            mean_b=mean_b,
+            ci_low_b=_num(cis[b][0]),
+            ci_high_b=_num(cis[b][1]),
+            n_pairs=n_pairs,
+            dropped_pairs=dropped,
+            unmatched=unmatched,
+            diff=_num(result.estimate),
+            diff_ci_low=_num(result.ci_low),
+            diff_ci_high=_num(result.ci_high),
+            test=_TEST_NAMES[self.test][0 if self.keys else 1],
+            p_value=_num(result.pvalue),
+        )
+        return row, result
 
 
 def compare(
@@ -516,7 +521,8 @@ def compare(
                     f" appears more than once in group {g!r}"
                 )
 
-    rows: list[dict[str, Any]] = []
+    comparison = _Comparison(parts, keys, test, alpha, n_resamples, seed)
+    rows: list[ComparisonRow] = []
     for name in names:
         sign = 1.0 if _direction_of(direction, name) == "maximize" else -1.0
         values = {
@@ -529,25 +535,16 @@ def compare(
             )
             for g, x in values.items()
         }
-        results = [
-            _compare_pair(parts, values, cis, name, pair, keys, test, alpha, n_resamples, seed)
-            for pair in pairs
-        ]
+        results = [comparison.pair(name, values, cis, a, b) for a, b in pairs]
         adjusted = _stats.holm([r.pvalue for _, r in results])
         for (row, result), p_adj in zip(results, adjusted, strict=True):
-            row["p_adjusted"] = _num(p_adj)
-            better = None
+            row.p_adjusted = _num(p_adj)
             if p_adj < alpha and result.estimate != 0:
-                better = row["group_b"] if sign * result.estimate > 0 else row["group_a"]
-            row["winner"] = better
+                row.winner = row.group_b if sign * result.estimate > 0 else row.group_a
             rows.append(row)
 
-    group_type = frame.schema[by]
-    schema: dict[str, Any] = {c: pl.Float64 for c in _COMPARE_COLUMNS}
-    schema.update({c: pl.Int64 for c in ("n_a", "n_b", "n_pairs", "dropped_pairs", "unmatched")})
-    schema.update(evaluator=pl.String, test=pl.String)
-    schema.update(group_a=group_type, group_b=group_type, winner=group_type)
-    return pl.DataFrame(rows, schema=schema)
+    schema = ComparisonRow.schema(frame.schema[by])
+    return pl.DataFrame([astuple(row) for row in rows], schema=schema, orient="row")
 
 
 def _signed(x: float | None) -> str:
@@ -598,14 +595,10 @@ def describe_comparison(comparison: pl.DataFrame, *, confidence: float = 0.95) -
     return "\n".join(lines)
 
 
-# The HTML writer lives in its own module; imported last because it builds on the above.
-from framekit._html import write_html_report  # noqa: E402
-
 __all__ = [
     "compare",
     "describe_comparison",
     "evaluator_names",
     "failures",
     "summarize",
-    "write_html_report",
 ]

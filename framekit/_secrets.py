@@ -1,0 +1,287 @@
+"""Every secret a judge can send, and one way to take them out of any text.
+
+A judge's credentials come from many places: ``api_key=``, ``$FRAMEKIT_API_KEY``, the
+provider variables litellm reads on its own (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``...),
+secret keyword arguments (``azure_ad_token``...), credential headers in ``extra_headers``
+and credentials written into ``api_base`` (``user:pass@``, ``?key=...``). An endpoint may
+echo any of them back, in an error body or inside an answer; :func:`collect_secrets`
+gathers them all and :func:`redact` removes them (and the forms they take on the wire:
+a bearer token, HTTP basic auth, URL-encoding) from errors, answers, logs and reprs.
+
+Log records are redacted where they are created (:func:`install_log_redaction`), not by a
+``logging.Filter``: a filter on a logger never sees the records of its child loggers
+(``openai._base_client``, ``httpcore.http11``...), while the record factory sees them all.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
+#: Environment variables framekit itself reads for the key.
+FRAMEKIT_KEY_VAR = "FRAMEKIT_API_KEY"
+#: Environment variable names that hold credentials litellm may send (matched by suffix,
+#: so a provider added to litellm later is covered too).
+_SECRET_VAR = re.compile(
+    r"(_API_KEY|_APIKEY|_KEY_ID|_SECRET|_SECRET_KEY|_SECRET_ACCESS_KEY|_TOKEN|_AD_TOKEN|"
+    r"_SESSION_TOKEN|_PASSWORD|_ACCESS_KEY|_CREDENTIALS)$",
+    re.IGNORECASE,
+)
+#: Variables named like secrets that are not (flags and paths litellm and tools read).
+_NOT_SECRET_VARS = frozenset({"LITELLM_LOCAL_MODEL_COST_MAP", "GOOGLE_APPLICATION_CREDENTIALS"})
+#: Keyword arguments of a judge call that are secrets.
+SECRET_KWARGS = frozenset(
+    {
+        "api_key",
+        "azure_ad_token",
+        "aws_secret_access_key",
+        "aws_session_token",
+        "aws_access_key_id",
+        "vertex_credentials",
+        "client_secret",
+        "password",
+        "token",
+    }
+)
+#: Header names whose values are credentials (lower-case; matched as substrings too).
+_SECRET_HEADER_PARTS = ("authorization", "api-key", "api_key", "apikey", "token", "secret",
+                        "cookie", "password", "signature")  # fmt: skip
+#: URL query parameters whose values are credentials.
+_SECRET_QUERY_PARTS = ("key", "token", "secret", "sig", "signature", "password", "auth", "code")
+#: Shorter values are not treated as secrets: replacing "1" or "true" everywhere would
+#: mangle text without protecting anything.
+MIN_SECRET_LENGTH = 6
+#: Environment values must be longer still (flags such as ``*_TOKEN=false`` are common).
+_MIN_ENV_SECRET_LENGTH = 12
+
+MASK = "***"
+
+# Forms a credential takes inside text whatever its value: URL userinfo and bearer tokens.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@?#]+@")
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
+
+
+def _secret_header(name: str) -> bool:
+    lowered = name.lower()
+    return any(part in lowered for part in _SECRET_HEADER_PARTS)
+
+
+def secret_query(name: str) -> bool:
+    """Whether a URL query parameter of this name holds a credential."""
+    lowered = name.lower()
+    return any(part in lowered for part in _SECRET_QUERY_PARTS)
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Values of environment variables named like credentials (``*_API_KEY``, ``*_TOKEN``...)."""
+    env = os.environ if environ is None else environ
+    found = []
+    for name, value in env.items():
+        if name.upper() in _NOT_SECRET_VARS or not _SECRET_VAR.search(name):
+            continue
+        value = value.strip()
+        if len(value) >= _MIN_ENV_SECRET_LENGTH or (name == FRAMEKIT_KEY_VAR and value):
+            found.append(value)
+    return found
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """Credentials written into a URL: user, password, and secret query values."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+        query = parse_qsl(parts.query, keep_blank_values=False)
+    except ValueError:
+        return []
+    found = [v for v in (username, password) if v]
+    if username and password:
+        # The HTTP client turns user:pass into a basic-auth header.
+        pair = f"{unquote(username)}:{unquote(password)}"
+        found += [pair, base64.b64encode(pair.encode()).decode()]
+    found += [value for name, value in query if secret_query(name)]
+    return found
+
+
+def header_secrets(headers: Any) -> list[str]:
+    """Credential values in a header mapping (``extra_headers``), with and without scheme."""
+    if not isinstance(headers, Mapping):
+        return []
+    found = []
+    for name, value in headers.items():
+        if value is None or not _secret_header(str(name)):
+            continue
+        text = str(value).strip()
+        found.append(text)
+        scheme, _, token = text.partition(" ")
+        if token and scheme.lower() in ("bearer", "basic", "token", "key"):
+            found.append(token.strip())
+    return found
+
+
+def collect_secrets(
+    api_key: str | None = None,
+    api_base: str | None = None,
+    kwargs: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[str, ...]:
+    """Every secret a judge with these settings can send, longest first.
+
+    Examples
+    --------
+    >>> collect_secrets("sk-explicit-key", "http://me:hunter22@host/v1",
+    ...                 {"extra_headers": {"x-api-key": "hdr-secret-1"}}, environ={})
+    ('bWU6aHVudGVyMjI=', 'sk-explicit-key', 'hdr-secret-1', 'me:hunter22', 'hunter22')
+    """
+    kwargs = kwargs or {}
+    found: list[str] = [api_key] if api_key else []
+    found += env_secrets(environ)
+    found += url_secrets(api_base)
+    for name, value in kwargs.items():
+        if name in SECRET_KWARGS and value:
+            found.append(str(value))
+        elif name in ("api_base", "base_url"):
+            found += url_secrets(str(value))
+    found += header_secrets(kwargs.get("extra_headers"))
+    found += header_secrets(kwargs.get("headers"))
+    unique = {s for s in found if len(s) >= MIN_SECRET_LENGTH}
+    return tuple(sorted(unique, key=lambda s: (-len(s), s)))
+
+
+def _variants(secret: str) -> list[str]:
+    forms = [secret]
+    encoded = quote(secret, safe="")
+    if encoded != secret:
+        forms.append(encoded)
+    if len(secret) > 12:
+        # A key's tail identifies it as surely as the key ("...6789" in a masked log).
+        forms.append(secret[-8:])
+    return forms
+
+
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """Replace every secret (its URL-encoded form and its last 8 characters), credentials
+    in URLs and bearer/basic tokens with ``***``.
+
+    Examples
+    --------
+    >>> redact("401: bad key sk-abc123456789XYZ in http://u:p@h/v1", ["sk-abc123456789XYZ"])
+    '401: bad key *** in http://***@h/v1'
+    """
+    if not text:
+        return text
+    for secret in secrets:
+        if secret and len(secret) >= MIN_SECRET_LENGTH:
+            for form in _variants(secret):
+                if form in text:
+                    text = text.replace(form, MASK)
+    if "://" in text:
+        text = _URL_USERINFO.sub(r"\g<scheme>" + MASK + "@", text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+
+
+def redact_value(value: Any, secrets: Iterable[str]) -> Any:
+    """:func:`redact` applied to every string inside a JSON-like value (an answer)."""
+    secrets = tuple(secrets)
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {k: redact_value(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [redact_value(v, secrets) for v in value]
+    return value
+
+
+def safe_url(url: str | None) -> str | None:
+    """A URL fit to print: user, password and secret query values masked.
+
+    Examples
+    --------
+    >>> safe_url("http://user:pw@host:8000/v1?key=abc123456&x=1")
+    'http://***@host:8000/v1?key=***&x=1'
+    """
+    if not url:
+        return url
+    text = _URL_USERINFO.sub(r"\g<scheme>" + MASK + "@", url)
+    return re.sub(
+        r"([?&])([^=&#]+)=([^&#]*)",
+        lambda m: f"{m.group(1)}{m.group(2)}={MASK if secret_query(m.group(2)) else m.group(3)}",
+        text,
+    )
+
+
+# -- logs ----------------------------------------------------------------------------
+
+_registered: set[str] = set()
+_registry_lock = threading.Lock()
+_installed = False
+
+
+def register(secrets: Iterable[str]) -> None:
+    """Make every log record of this process redact these secrets from now on."""
+    secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
+    if not secrets:
+        return
+    with _registry_lock:
+        _registered.update(secrets)
+    install_log_redaction()
+
+
+def registered() -> tuple[str, ...]:
+    """The secrets registered so far, longest first."""
+    with _registry_lock:
+        return tuple(sorted(_registered, key=lambda s: (-len(s), s)))
+
+
+def _redact_record(record: logging.LogRecord) -> None:
+    secrets = registered()
+    if not secrets:
+        return
+    try:
+        message = record.getMessage()
+    except Exception:  # a record whose args do not fit its format: leave it to logging
+        return
+    record.msg, record.args = redact(message, secrets), None
+    if record.exc_info and not record.exc_text:
+        # Formatted now, redacted, and cached where every Formatter looks first.
+        record.exc_text = redact(logging.Formatter().formatException(record.exc_info), secrets)
+
+
+def install_log_redaction() -> None:
+    """Wrap the log record factory (once) so every record is redacted at birth."""
+    global _installed
+    with _registry_lock:
+        if _installed:
+            return
+        previous = logging.getLogRecordFactory()
+
+        def factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+            record = previous(*args, **kwargs)
+            _redact_record(record)
+            return record
+
+        logging.setLogRecordFactory(factory)
+        _installed = True
+
+
+__all__ = [
+    "MASK",
+    "SECRET_KWARGS",
+    "collect_secrets",
+    "env_secrets",
+    "header_secrets",
+    "install_log_redaction",
+    "redact",
+    "redact_value",
+    "register",
+    "safe_url",
+    "secret_query",
+    "url_secrets",
+]

@@ -1,0 +1,134 @@
+"""``fk.plot.agreement``: a confusion matrix and a calibration plot for one evaluator."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import polars as pl
+
+from framekit._errors import InputError
+from framekit._frames import to_polars
+from framekit.analysis._rubric import check_labels, is_label_dtype, rubric_of
+from framekit.analysis.agreement import agreement as _agreement
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def agreement(
+    scored: Any,
+    human: str,
+    evaluator: str,
+    *,
+    rubric: Mapping[str, float] | Any = None,
+) -> Figure:
+    """Confusion matrix (people vs judge) and calibration plot of one evaluator.
+
+    The calibration panel puts each judge score level (or a tenth of the score range) on
+    the x axis and what people said about those rows on the y axis: the mean rubric score
+    of their labels, the share they passed (booleans), or their mean rating rescaled to
+    [0, 1] (numbers). A well-calibrated judge follows the diagonal. Numbers alone (no
+    labels) leave the confusion panel out.
+
+    Parameters
+    ----------
+    scored
+        A scored frame with ``human`` and the evaluator's result columns.
+    human
+        The column of human judgements (labels, booleans or numbers).
+    evaluator
+        The evaluator's name.
+    rubric
+        As for :func:`framekit.agreement`: extra labels, or the evaluator itself.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> df = pl.DataFrame({"human": [True, False, True],
+    ...                    "rel_score": [1.0, 0.0, 0.0], "rel_passed": [True, False, False],
+    ...                    "rel_error": [None, None, None]})
+    >>> len(agreement(df, "human", "rel").axes)
+    2
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ModuleNotFoundError("fk.plot needs matplotlib: pip install 'framekit[plot]'") from exc
+    frame = to_polars(scored).frame
+    row = _agreement(
+        frame, human=human, evaluators=[evaluator], rubric=rubric, n_resamples=1
+    ).row(0, named=True)
+    has_matrix = row["confusion"] is not None
+    fig = Figure(figsize=(9.0 if has_matrix else 4.5, 4.0), layout="constrained")
+    axes = fig.subplots(1, 2) if has_matrix else [fig.subplots(1, 1)]
+    if has_matrix:
+        _matrix(axes[0], np.asarray(row["confusion"]), row["labels"], human, evaluator, row)
+    _calibration(axes[-1], frame, human, evaluator, rubric)
+    return fig
+
+
+def _matrix(ax: Any, table: np.ndarray, labels: list[str], human: str, name: str, row: dict[str, Any]) -> None:
+    ax.imshow(table, cmap="Blues")
+    for (i, j), count in np.ndenumerate(table):
+        dark = count > table.max() / 2
+        ax.text(j, i, str(count), ha="center", va="center", color="white" if dark else "black")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_xlabel(f"judge ({name})")
+    ax.set_ylabel(f"people ({human})")
+    kappa = row["weighted_kappa"] if len(labels) > 2 else row["kappa"]
+    kind = "weighted kappa" if len(labels) > 2 else "kappa"
+    shown = "n/a" if kappa is None else f"{kappa:.2f}"
+    ax.set_title(f"{name}: {kind} {shown}, n = {row['n']}")
+
+
+def _human_values(frame: pl.DataFrame, human: str, name: str, rubric: Any) -> np.ndarray:
+    dtype = frame.schema[human]
+    if dtype == pl.Boolean:
+        return frame[human].cast(pl.Float64).to_numpy()
+    if is_label_dtype(dtype):
+        scale = rubric_of(frame, name, rubric)
+        check_labels(frame, human, name, scale)
+        codes = [scale.code(v) for v in frame[human].cast(pl.String)]
+        return np.array([scale.scores[c] for c in codes if c is not None])
+    if not dtype.is_numeric():
+        raise InputError(f"human column {human!r} holds {dtype}")
+    values = frame[human].cast(pl.Float64).to_numpy()
+    span = float(np.ptp(values)) or 1.0
+    return (values - values.min()) / span
+
+
+def _calibration(ax: Any, frame: pl.DataFrame, human: str, name: str, rubric: Any) -> None:
+    rows = frame.filter(pl.col(human).is_not_null() & pl.col(f"{name}_score").is_not_null())
+    scores = rows[f"{name}_score"].cast(pl.Float64).to_numpy()
+    people = _human_values(rows, human, name, rubric)
+    levels = np.unique(scores)
+    if len(levels) > 10:
+        edges = np.linspace(0.0, 1.0, 11)
+        bins = np.clip(np.digitize(scores, edges[1:-1]), 0, 9)
+        centres = (edges[:-1] + edges[1:]) / 2
+    else:
+        bins = np.searchsorted(levels, scores)
+        centres = levels
+    xs, ys, ns = [], [], []
+    for b, centre in enumerate(centres):
+        members = bins == b
+        if members.any():
+            xs.append(centre)
+            ys.append(float(people[members].mean()))
+            ns.append(int(members.sum()))
+    ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=1)
+    ax.plot(xs, ys, marker="o")
+    for x, y, n in zip(xs, ys, ns):
+        ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize=8)
+    ax.set_xlim(-0.05, 1.05)
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel(f"judge score ({name})")
+    ax.set_ylabel(f"people ({human}), mean on [0, 1]")
+    ax.set_title("calibration")

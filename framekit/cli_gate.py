@@ -1,0 +1,88 @@
+"""``framekit gate``: a CI step that fails when a scored file misses its bars.
+
+Exit codes: 0 every bar met; 1 a bar missed (the table of checks says which); 2 a usage or
+input error (unknown evaluator, unreadable file, a bar that is not ``NAME=VALUE``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from framekit._errors import InputError
+
+_EXAMPLES = """\
+examples:
+  framekit gate scored.parquet --min-pass-rate response_relevance=0.9
+  framekit gate 'scored/*.parquet' --min-mean coherence=0.7 --max-failure-rate coherence=0.01
+"""
+
+
+def parse_bars(values: Sequence[str] | None, flag: str) -> dict[str, float]:
+    """``["a=0.9", "b=0.5"]`` -> ``{"a": 0.9, "b": 0.5}``.
+
+    Examples
+    --------
+    >>> parse_bars(["response_relevance=0.9"], "--min-pass-rate")
+    {'response_relevance': 0.9}
+    """
+    bars: dict[str, float] = {}
+    for value in values or ():
+        name, sep, number = value.partition("=")
+        try:
+            bars[name.strip()] = float(number)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise InputError(f"{flag} expects EVALUATOR=VALUE (e.g. coherence=0.8), got {value!r}")
+    return bars
+
+
+def _read(path: str) -> Any:
+    import polars as pl
+
+    if not any(ch in path for ch in "*?[") and not Path(path).exists():
+        raise InputError(f"{path!r} does not exist")
+    try:
+        return pl.scan_parquet(path).collect()
+    except (OSError, pl.exceptions.PolarsError) as exc:
+        raise InputError(f"cannot read {path!r} as Parquet: {exc}") from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Handler of ``framekit gate``; returns the exit code."""
+    from framekit.analysis import format_table
+    from framekit.analysis.gate import gate
+
+    scored = _read(args.scored)
+    result = gate(
+        scored,
+        min_pass_rate=parse_bars(args.min_pass_rate, "--min-pass-rate"),
+        min_mean=parse_bars(args.min_mean, "--min-mean"),
+        max_failure_rate=parse_bars(args.max_failure_rate, "--max-failure-rate"),
+    )
+    print(format_table(result.table))
+    print()
+    print(result.describe())
+    return 0 if result.passed else 1
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``gate`` on the ``framekit`` subcommand parser."""
+    gate = sub.add_parser(
+        "gate",
+        help="exit 1 when a scored file misses its pass-rate or mean bars (for CI)",
+        description="Check a scored Parquet file against bars per evaluator. Failed rows "
+        "count against the pass rate. Exit 0 when every bar is met, 1 when one is missed "
+        "(with a table of the checks), 2 on a usage or input error.",
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    gate.add_argument("scored", help="a Parquet file (or glob) written by framekit evaluate")
+    bar = {"action": "append", "metavar": "NAME=VALUE"}
+    gate.add_argument("--min-pass-rate", help="lowest share of passed rows", **bar)
+    gate.add_argument("--min-mean", help="lowest mean score", **bar)
+    gate.add_argument("--max-failure-rate", help="highest share of failed rows", **bar)
+    gate.set_defaults(handler=run)

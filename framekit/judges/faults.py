@@ -1,0 +1,133 @@
+"""What went wrong with a judge call, as a verdict the engine can act on.
+
+Each transport classifies its own failures into a :class:`Fault` (as httpx maps
+httpcore's errors at its transport boundary), so the engine never imports a client
+library. Only transient failures (429, 5xx, timeouts, dropped connections) are retried;
+deterministic ones (400, context too long, refusals) fail the row at once, and a 401/403
+stops the run because every other row would fail the same way.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from framekit import _secrets
+from framekit.judges.structured import one_line
+
+Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal", "config"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """What went wrong: ``kind`` decides the action, ``reason`` is the row's one-line error.
+
+    ``connect`` marks a call that never reached the server (refused, unknown host): when
+    every call of a run fails that way the endpoint is unreachable, not flaky.
+    ``headers`` holds the rate-limit headers of the failed answer (lower-case names), so
+    pacing learns from a 429 as from a success.
+    """
+
+    kind: Kind
+    reason: str
+    retry_after: float | None = None
+    connect: bool = False
+    status: int | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+class FaultRaised(Exception):
+    """A call that failed and was already classified where it was made (a transport, a
+    judge worker process): only the verdict crosses over, not the client's exception."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.reason)
+        self.fault = fault
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` as seconds: a number, or an HTTP date relative to now.
+
+    Examples
+    --------
+    >>> parse_retry_after("2")
+    2.0
+    >>> parse_retry_after(None) is None
+    True
+    """
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def retry_after_from(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` (OpenAI's, more precise) or ``retry-after``."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    return parse_retry_after(headers.get("retry-after"))
+
+
+TIMEOUT = "Timeout: no answer within the judge's timeout"
+
+# Exceptions (by class name, so no client library needs importing) that mean the TCP
+# connection was never established: httpx, aiohttp and the standard library spell it so.
+_CONNECT_ERRORS = frozenset(
+    {
+        "ConnectError",
+        "ClientConnectorError",
+        "ClientConnectorDNSError",
+        "ConnectionRefusedError",
+        "gaierror",
+    }
+)
+
+
+def chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes/contexts, outermost first."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen and len(seen) < 12:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    return seen
+
+
+def never_connected(exc: BaseException) -> bool:
+    """Whether the call failed before a TCP connection existed."""
+    return any(type(e).__name__ in _CONNECT_ERRORS for e in chain(exc))
+
+
+def connect_cause(exc: BaseException) -> str:
+    """The innermost connection error of ``exc``, as ``Name: detail``."""
+    for e in reversed(chain(exc)):
+        if type(e).__name__ in _CONNECT_ERRORS or isinstance(e, OSError):
+            return f"{type(e).__name__}: {one_line(str(e) or 'no detail', 100)}"
+    return type(exc).__name__
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """Replace every secret (and its last-8-character tail) with ``***``; the one
+    redaction layer is :func:`framekit._secrets.redact`, this passes the call on.
+
+    Examples
+    --------
+    >>> redact("key sk-abc-0123456789xyz rejected", ["sk-abc-0123456789xyz"])
+    'key *** rejected'
+    """
+    return _secrets.redact(text, secrets)

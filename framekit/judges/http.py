@@ -1,0 +1,323 @@
+"""The HTTP transport: OpenAI-compatible ``/chat/completions`` over aiohttp, nothing else.
+
+OpenAI itself and nearly every self-hosted or hosted judge (vLLM, SGLang, TGI, llama.cpp,
+Ollama's ``/v1``, Together, Groq, Fireworks, OpenRouter...) speak this one wire format.
+Going straight to it costs a fraction of a millisecond of CPU per call, where litellm's
+request building, response objects and logging cost a few, so one process can keep a
+fast endpoint busy.
+
+One keep-alive connection pool per judge and event loop, sized to ``concurrency``,
+opened when a run starts and closed when the last run on that loop ends. Every failure is
+classified here into a :class:`~framekit.judges.faults.Fault`, with the same verdicts
+(and the same OpenAI error class names in row errors) as the litellm transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+import weakref
+from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from framekit._aio import bounded
+from framekit.judges._settings import refused_by_client
+from framekit.judges.base import ChatRequest
+from framekit.judges.faults import (
+    TIMEOUT,
+    Fault,
+    connect_cause,
+    never_connected,
+    redact,
+    retry_after_from,
+)
+from framekit.judges.pricing import Price, price_per_token
+from framekit.judges.structured import build_call_kwargs, one_line
+from framekit.judges.transport import Mode, RawReply, TransportName, keep_headers
+
+if TYPE_CHECKING:
+    from framekit.judges.litellm_judge import Judge
+
+# The OpenAI SDK's names for each status, so a row's error reads the same on both
+# transports ("BadRequestError: ...").
+_ERROR_NAMES = {
+    400: "BadRequestError",
+    401: "AuthenticationError",
+    403: "PermissionDeniedError",
+    404: "NotFoundError",
+    408: "Timeout",
+    409: "ConflictError",
+    422: "UnprocessableEntityError",
+    429: "RateLimitError",
+    500: "InternalServerError",
+    502: "BadGateway",
+    503: "ServiceUnavailableError",
+    504: "GatewayTimeout",
+}
+# Environment variables litellm reads for each provider prefix: (key, base URL).
+_ENV = {
+    "openai": ("OPENAI_API_KEY", ("OPENAI_BASE_URL", "OPENAI_API_BASE")),
+    "hosted_vllm": ("HOSTED_VLLM_API_KEY", ("HOSTED_VLLM_API_BASE",)),
+}
+_OPENAI_BASE = "https://api.openai.com/v1"
+# Judge keyword arguments that are not request body fields.
+_NOT_BODY = {
+    "api_key",
+    "api_base",
+    "base_url",
+    "api_version",
+    "extra_headers",
+    "timeout",
+    "azure_ad_token",
+    "aws_secret_access_key",
+    "aws_session_token",
+    "extra_body",
+    "num_retries",
+    "max_retries",
+    "custom_llm_provider",
+    "drop_params",
+}
+
+
+def resolve_endpoint(
+    judge: Judge, env: tuple[str, tuple[str, ...]] | None = None
+) -> tuple[str | None, str | None]:
+    """``(api_base, key)`` of ``judge``: its own, else the provider's variables (``env``:
+    the key variable and base-URL variables; by default those litellm reads for the
+    model's prefix). ``api_base`` is ``None`` for the provider's public endpoint. Shared
+    by this transport and the batch clients, so both reach the same endpoint."""
+    env_key, env_bases = env or _ENV.get(judge.model.partition("/")[0], ("", ()))
+    kwargs = judge.litellm_kwargs
+    base = judge.api_base or kwargs.get("base_url")
+    base = base or next((os.environ[v] for v in env_bases if os.environ.get(v)), None)
+    key = judge._api_key or kwargs.get("api_key") or os.environ.get(env_key) or None
+    return base, key
+
+
+class HttpTransport:
+    """Calls an OpenAI-compatible endpoint directly (see the module docstring)."""
+
+    name: TransportName = "http"
+
+    def __init__(self, judge: Judge) -> None:
+        self.judge = judge
+        provider, _, model = judge.model.partition("/")
+        self._model = model or provider
+        self._resolve()
+        self._sessions: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, list[int]]
+        ] = weakref.WeakKeyDictionary()
+        self._price: Price | None = None
+        self._priced = False
+
+    def _resolve(self) -> None:
+        """URL and key from the judge, else the provider's variables (read again when a
+        run opens a pool: the environment may have changed since the judge was made)."""
+        base, self._key = resolve_endpoint(self.judge)
+        self._custom_base = base is not None
+        self.url = (base or _OPENAI_BASE).rstrip("/") + "/chat/completions"
+
+    @property
+    def requires_key(self) -> bool:
+        """Only OpenAI's own endpoint needs a key: a self-hosted server may take none."""
+        return not self._custom_base
+
+    @property
+    def secrets(self) -> list[str]:
+        """The judge's secrets plus a key this transport found in the environment."""
+        found = list(self.judge.secrets)
+        if self._key and self._key not in found:
+            found.append(self._key)
+        return found
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        extra = self.judge.litellm_kwargs.get("extra_headers")
+        if isinstance(extra, dict):
+            headers.update({str(k): str(v) for k, v in extra.items()})
+        if self._key:
+            headers["authorization"] = f"Bearer {self._key}"
+        return headers
+
+    async def open(self) -> None:
+        """Open (or share) this loop's connection pool; price the model once."""
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(loop)
+        if entry is None or entry[0].closed:
+            self._resolve()
+            limit = self.judge.concurrency
+            connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, ttl_dns_cache=300)
+            session = aiohttp.ClientSession(
+                connector=connector,
+                headers=self._headers(),
+                # The whole answer is bounded by the judge's timeout in ``call``.
+                timeout=aiohttp.ClientTimeout(total=None),
+                skip_auto_headers=("User-Agent",),
+            )
+            entry = (session, [0])
+            self._sessions[loop] = entry
+        entry[1][0] += 1
+        if not self._priced and not self._custom_base:
+            # Only OpenAI's own endpoint has OpenAI's list prices; looked up once, in a
+            # thread, because the price table lives in litellm (seconds to import).
+            self._price = await asyncio.to_thread(price_per_token, self.judge.model)
+        self._priced = True
+
+    async def release(self) -> None:
+        """Close this loop's pool once the last run using it is over."""
+        loop = asyncio.get_running_loop()
+        entry = self._sessions.get(loop)
+        if entry is None:
+            return
+        entry[1][0] -= 1
+        if entry[1][0] <= 0:
+            self._sessions.pop(loop, None)
+            await entry[0].close()
+
+    def close(self) -> None:
+        """Nothing outlives a run but idle pools, which :meth:`release` closes."""
+
+    def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
+        judge = self.judge
+        body: dict[str, Any] = {
+            k: v for k, v in judge.litellm_kwargs.items() if k not in _NOT_BODY
+        }
+        extra = judge.litellm_kwargs.get("extra_body")
+        if isinstance(extra, dict):  # litellm's way to pass provider-specific fields
+            body.update(extra)
+        body.update(
+            model=self._model,
+            temperature=judge.temperature,
+            max_tokens=judge.max_tokens,
+            **build_call_kwargs(request, messages, mode),
+        )
+        return json.dumps(body).encode()
+
+    async def call(
+        self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
+    ) -> RawReply | Fault:
+        entry = self._sessions.get(asyncio.get_running_loop())
+        if entry is None:
+            await self.open()  # a caller that skipped open(): the pool stays for the loop
+            entry = self._sessions[asyncio.get_running_loop()]
+        session = entry[0]
+        try:
+            data = self._body(request, messages, mode)
+        except (TypeError, ValueError) as exc:  # unencodable text: resending cannot help
+            return Fault("fatal", redact(f"{type(exc).__name__}: {one_line(str(exc), 160)}", self.secrets))
+        started = time.perf_counter()
+        try:
+            status, headers, payload = await bounded(
+                self._post(session, data), self.judge.timeout
+            )
+        except asyncio.CancelledError:
+            raise
+        except (asyncio.TimeoutError, TimeoutError):
+            return Fault("transient", TIMEOUT)
+        except Exception as exc:
+            return self._exception_fault(exc)
+        latency = time.perf_counter() - started
+        if status != 200:
+            return self._status_fault(status, headers, payload)
+        return self._reply(payload, headers, latency)
+
+    async def _post(
+        self, session: aiohttp.ClientSession, data: bytes
+    ) -> tuple[int, dict[str, str], bytes]:
+        async with session.post(self.url, data=data) as response:
+            payload = await response.read()
+            return response.status, keep_headers(response.headers), payload
+
+    def _reply(self, payload: bytes, headers: dict[str, str], latency: float) -> RawReply | Fault:
+        try:
+            data = json.loads(payload)
+            message = data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            # A torn or garbled body from a proxy: the next attempt may be whole.
+            return Fault("transient", "APIError: the judge's answer was not a chat completion")
+        text = message.get("content")
+        tool_calls = message.get("tool_calls")
+        if tool_calls and not text:
+            text = (tool_calls[0].get("function") or {}).get("arguments")
+        usage = data.get("usage") or {}
+        prompt = int(usage.get("prompt_tokens") or 0)
+        completion = int(usage.get("completion_tokens") or 0)
+        price = self._price
+        return RawReply(
+            text=text,
+            refusal=message.get("refusal"),
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cost_usd=price.cost(prompt, completion) if price is not None else None,
+            latency_s=latency,
+            headers=headers,
+        )
+
+    def _status_fault(self, status: int, headers: dict[str, str], payload: bytes) -> Fault:
+        name = _ERROR_NAMES.get(status, f"HTTP {status}")
+        message, code = _error_message(payload)
+        reason = redact(f"{name}: {one_line(message, 160)}", self.secrets)
+        if status == 429:
+            return Fault(
+                "rate_limited",
+                "HTTP 429 rate limited",
+                retry_after_from(headers),
+                status=429,
+                headers=headers,
+            )
+        if status in (401, 403):
+            return Fault("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
+        if status in (408, 409) or status >= 500:
+            return Fault("transient", reason, retry_after_from(headers), status=status)
+        low = message.lower()
+        if code == "context_length_exceeded" or "maximum context length" in low:
+            return Fault("fatal", "prompt exceeds the judge's context window")
+        if status in (400, 404, 422) and (
+            "response_format" in low or "json_schema" in low or "tool" in low
+        ):
+            return Fault("mode", reason)
+        return Fault("fatal", reason, status=status)
+
+    def _exception_fault(self, exc: BaseException) -> Fault:
+        reason = redact(f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", self.secrets)
+        refused = refused_by_client(exc)
+        if refused is not None:  # the URL or its credentials: every call would fail alike
+            return Fault("config", refused)
+        if never_connected(exc):
+            cause = redact(connect_cause(exc), self.secrets)
+            return Fault("transient", f"could not connect ({cause})", connect=True)
+        if isinstance(exc, (aiohttp.ClientError, OSError)):
+            # Dropped connections, torn bodies, resets: the next attempt may go through.
+            return Fault("transient", reason)
+        return Fault("fatal", reason)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Connection pools belong to one process and loop; a copy opens its own, and
+        # resolves its key again then (from the judge or its own environment), so a
+        # pickled judge never carries a key read from this process's environment.
+        state = dict(self.__dict__)
+        state["_sessions"] = None
+        state["_key"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._sessions = weakref.WeakKeyDictionary()
+
+
+def _error_message(payload: bytes) -> tuple[str, str | None]:
+    """The ``error.message`` and ``error.code`` of an OpenAI-style error body."""
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return payload[:300].decode("utf-8", "replace") or "no detail", None
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict):
+        code = error.get("code")
+        return str(error.get("message") or "no detail"), code if isinstance(code, str) else None
+    if isinstance(error, str):
+        return error, None
+    return one_line(json.dumps(data), 300), None

@@ -1,0 +1,129 @@
+"""The judge boundary: what the engine asks of a chat judge, and what it gets back.
+
+A :class:`Transport` makes one call and returns the raw reply or a :class:`Fault` it
+classified itself. The engine paces, retries, re-asks and caches; it never imports a
+client library and never asks which transport it is talking to. Two transports exist:
+``"http"`` (:mod:`framekit.judges.http`, aiohttp straight to an OpenAI-compatible
+endpoint) and ``"litellm"`` (:mod:`framekit.judges.litellm_transport`, every provider).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from framekit._errors import InputError
+from framekit.judges.base import ChatRequest
+from framekit.judges.faults import Fault
+
+Mode = Literal["json_schema", "tool", "prompt"]
+TransportName = Literal["http", "litellm"]
+
+#: The structured-output mode to try when an endpoint rejects one (``None``: none left).
+NEXT_MODE: dict[str, Mode | None] = {"json_schema": "tool", "tool": "prompt", "prompt": None}
+
+#: Response headers a transport keeps (lower-case prefixes): those pacing reads.
+KEPT_HEADERS = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after")
+
+
+@dataclass
+class RawReply:
+    """What one call returned, before parsing.
+
+    ``headers`` holds the answer's rate-limit headers (lower-case names; see
+    :data:`KEPT_HEADERS`), read by the pacing.
+    """
+
+    text: str | None
+    refusal: str | None
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    latency_s: float
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class Transport(Protocol):
+    """One way of reaching a chat judge: one call in, a reply or a classified fault out.
+
+    ``call`` never raises for a failed call (it returns a :class:`Fault`); it raises only
+    :class:`asyncio.CancelledError` and :class:`~framekit.JudgeError` (the transport
+    itself cannot work, e.g. its worker processes did not start). It bounds the whole
+    answer, not each read, by the judge's timeout.
+    """
+
+    name: TransportName
+
+    @property
+    def requires_key(self) -> bool:
+        """Whether a call of a provider that wants a key cannot go out without one
+        (litellm's clients refuse; the HTTP transport needs one only for OpenAI's own
+        endpoint, a self-hosted server may take none)."""
+
+    async def open(self) -> None:
+        """Get ready to call from the running event loop (once per run)."""
+
+    async def call(
+        self, request: ChatRequest, messages: list[dict[str, object]], mode: Mode
+    ) -> RawReply | Fault:
+        """Send ``messages`` asking for ``request.schema`` in ``mode``."""
+
+    async def release(self) -> None:
+        """The run that called :meth:`open` is over (connections may be closed)."""
+
+    def close(self) -> None:
+        """Free what outlives runs (worker processes); a later run reopens."""
+
+
+def keep_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The pacing-relevant subset of ``headers``, with lower-case names."""
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        low = name.lower()
+        if low.startswith("llm_provider-"):  # litellm's spelling of a provider header
+            low = low[len("llm_provider-") :]
+        if low.startswith(KEPT_HEADERS):
+            kept[low] = str(value)
+    return kept
+
+
+# Provider prefixes whose endpoints speak OpenAI's chat completions wire format.
+_HTTP_PROVIDERS = ("openai/", "hosted_vllm/")
+
+
+def choose_transport(
+    model: str, transport: str, processes: int, api_base: str | None
+) -> TransportName:
+    """Resolve ``Judge(transport=...)``: ``"auto"`` picks ``"http"`` for ``openai/...``
+    and ``hosted_vllm/...`` models (``processes=1``), ``"litellm"`` otherwise.
+
+    Examples
+    --------
+    >>> choose_transport("openai/gpt-4o-mini", "auto", 1, None)
+    'http'
+    >>> choose_transport("anthropic/claude-3-5-haiku", "auto", 1, None)
+    'litellm'
+    """
+    if transport not in ("auto", "http", "litellm"):
+        raise InputError(f"transport must be 'auto', 'http' or 'litellm', not {transport!r}")
+    if transport == "litellm":
+        return "litellm"
+    speaks_openai = model.startswith(_HTTP_PROVIDERS)
+    if transport == "auto":
+        return "http" if speaks_openai and processes == 1 else "litellm"
+    if processes > 1:
+        raise InputError(
+            "processes > 1 is for the litellm transport; the http transport needs only "
+            "one process (use transport='litellm' or processes=1)"
+        )
+    if not speaks_openai and not api_base:
+        raise InputError(
+            f"transport='http' speaks OpenAI's chat completions: {model!r} needs an "
+            "api_base of an OpenAI-compatible server (or use transport='litellm')"
+        )
+    return "http"

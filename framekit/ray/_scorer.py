@@ -1,0 +1,157 @@
+"""What each Ray worker (an actor of the ``map_batches`` pool) runs on its blocks.
+
+A worker is built once: it unpickles the evaluators and the judge, loads the offline
+judge's embedding model (once per actor, not per block), opens the cache and, for an API
+judge, installs the cluster's limiter. Each block then goes through the ordinary engine
+(:func:`framekit.aevaluate_dataframe`) on a polars frame made from the Arrow batch, on one
+event loop kept for the worker's life (the judge's HTTP sessions stay valid across blocks).
+Requests are deduplicated within the block; the cache spans blocks and workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pickle
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pyarrow as pa
+
+from framekit._errors import InputError
+from framekit._mapping import MappingValue
+from framekit.engine.stats import last_run
+from framekit.evaluators.base import Evaluator
+from framekit.frame import aevaluate_dataframe, result_columns
+from framekit.judges.litellm_judge import Judge
+from framekit.judges.local import LocalJudge
+
+#: Extra columns of a slice's output (evaluate_parquet on Ray), dropped by the driver.
+SLICE_COL, ROW_COL, STATS_COL = "__fk_slice", "__fk_row", "__fk_stats"
+#: Where fk.Judge reads its key when none is given.
+ENV_API_KEY = "FRAMEKIT_API_KEY"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a worker needs, pickled once into each actor's constructor."""
+
+    evaluators: Sequence[Evaluator]
+    mapping: Mapping[str, MappingValue] | None
+    judge: Judge | LocalJudge
+    cache: str | bool
+    details: bool
+    overwrite: bool
+    limiter: Any = None  # the limiter actor's handle, or None: each worker paces alone
+    key_from_env: bool = False  # the judge's key is read from the worker's environment
+
+
+class BlockScorer:
+    """Scores one Arrow batch: the input columns, then the result columns."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        from framekit.engine.cache import resolve_cache
+
+        self.spec = spec
+        self.judge = spec.judge
+        if isinstance(self.judge, LocalJudge):
+            self.judge = _local_judge_for_this_worker(self.judge)
+        else:
+            if spec.key_from_env:
+                key = os.environ.get(ENV_API_KEY)
+                if not key:
+                    raise InputError(
+                        f"{ENV_API_KEY} is not set on this Ray node: set it in the nodes' "
+                        "environment, or pass api_key= to fk.Judge (it then travels to the "
+                        "workers through Ray's object store)"
+                    )
+                self.judge._api_key = key
+            if spec.limiter is not None:
+                from framekit.ray._limiter import RemoteLimiter
+
+                self.judge.shared_limiter = RemoteLimiter(spec.limiter)  # type: ignore[attr-defined]
+        self.cache = resolve_cache(spec.cache)
+        self.columns = result_columns(spec.evaluators, spec.details)
+        self.loop = asyncio.new_event_loop()
+
+    def score(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The result columns for ``frame`` (same height, same row order)."""
+        spec = self.spec
+        scored = self.loop.run_until_complete(
+            aevaluate_dataframe(
+                frame,
+                spec.evaluators,
+                spec.mapping,
+                judge=self.judge,
+                cache=self.cache,
+                on_error="record",
+                progress=False,
+                details=spec.details,
+                overwrite=spec.overwrite,
+            )
+        )
+        return scored.select(self.columns)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        results = self.score(pl.from_arrow(batch))  # type: ignore[arg-type]
+        table = batch.drop_columns([c for c in self.columns if c in batch.column_names])
+        for name, column in zip(self.columns, _arrow(results).columns, strict=True):
+            table = table.append_column(name, column)
+        return table
+
+
+class SliceScorer(BlockScorer):
+    """Reads and scores slices of Parquet files (``evaluate_parquet(..., engine="ray")``).
+
+    Each input row names one slice (``slice``, ``offset``, ``length``); the worker reads
+    only the columns scoring needs and returns the result columns, tagged with the slice
+    and row so the driver can file them as that slice's part, and the run's stats.
+    """
+
+    def __init__(self, spec: RunSpec, files: list[str], columns: list[str]) -> None:
+        super().__init__(spec)
+        self.files = [Path(f) for f in files]
+        self.read = columns
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        from framekit.io import scan_sources
+
+        out = []
+        for index, offset, length in zip(
+            *(batch.column(c).to_pylist() for c in ("slice", "offset", "length")), strict=True
+        ):
+            frame = scan_sources(self.files).select(self.read).slice(offset, length).collect()
+            results = self.score(frame)
+            stats = last_run()
+            out.append(
+                results.with_columns(
+                    pl.lit(index, pl.Int64).alias(SLICE_COL),
+                    pl.int_range(pl.len(), dtype=pl.Int64).alias(ROW_COL),
+                    pl.Series(STATS_COL, [pickle.dumps(stats)] + [None] * (length - 1), pl.Binary),
+                )
+            )
+        return _arrow(pl.concat(out))
+
+
+def _local_judge_for_this_worker(judge: LocalJudge) -> LocalJudge:
+    """The offline judge with its model loaded now (once per actor, not per block), using
+    as many onnxruntime threads as Ray gave this worker CPUs: by default it would take
+    every core of the machine, and N workers on one machine would fight over them."""
+    import ray
+
+    from framekit.judges.local.embedder import LocalEmbedder
+
+    if judge._embedder is None:
+        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+        judge = LocalJudge(LocalEmbedder(threads=max(1, round(cpus))))
+    _ = judge.embedder
+    return judge
+
+
+def _arrow(frame: pl.DataFrame) -> pa.Table:
+    # Plain large_string/double/bool, the same types every block carries (polars' string
+    # views would differ from block to block in Ray's schema checks and in the parts).
+    return frame.to_arrow(compat_level=pl.CompatLevel.oldest())

@@ -1,0 +1,251 @@
+"""framekit on Ray Data: a local Ray instance (one per test session) and the simulator.
+
+What is shared between workers, and what these tests prove:
+- the rate limit: one named limiter actor grants every request of every worker;
+- the cache: a directory all workers open (one machine here, as on a shared filesystem);
+- a killed run's record: the finished slices (parts) beside the output, so a re-run of a
+  killed driver pays only for the calls that were in flight.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import framekit as fk
+from framekit.evaluators import RetrievalRelevance
+from tests.helpers import MAPPING, retrieval_frame, sim_judge
+
+ROOT = Path(__file__).resolve().parents[1]
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[str]:
+    """A local Ray instance for the whole session (it takes seconds to start); its address."""
+    ray = pytest.importorskip("ray")
+    pytest.importorskip("ray.data")
+    # Ray's worker processes inherit the environment of the instance: this checkout's
+    # framekit must be the one they import (the venv may hold another).
+    saved = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), saved) if p)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+
+
+def limiter_counts(judge: fk.Judge) -> dict[str, int]:
+    import ray
+
+    from framekit.ray._limiter import NAMESPACE, limiter_name
+
+    actor = ray.get_actor(
+        limiter_name(judge.model, judge.api_base, judge.rpm, judge.tpm), NAMESPACE
+    )
+    return ray.get(actor.counts.remote())  # type: ignore[no-any-return]
+
+
+def collect(ds) -> pl.DataFrame:  # type: ignore[no-untyped-def]
+    batches = [pl.from_arrow(b) for b in ds.iter_batches(batch_format="pyarrow", batch_size=None)]
+    return pl.concat(batches).sort("row_id")  # type: ignore[arg-type]
+
+
+def test_import_framekit_does_not_import_ray():
+    code = (
+        "import sys, framekit as fk; fk.evaluate_dataframe; fk.evaluate_parquet; fk.Judge; "
+        "import framekit.cli; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'ray')))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", "import json; " + code], env=env, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
+
+
+def test_unknown_engine_is_an_input_error(tmp_path):
+    retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
+    with pytest.raises(fk.InputError, match="engine must be 'local' or 'ray'"):
+        fk.evaluate_parquet(
+            tmp_path / "in.parquet",
+            tmp_path / "out.parquet",
+            [RetrievalRelevance()],
+            MAPPING,
+            judge="local",
+            engine="spark",
+        )
+
+
+def test_dataset_scores_like_evaluate_dataframe_dedups_per_block_and_shares_the_limit(
+    ray_cluster, judge_simulator, tmp_path
+):
+    import ray
+
+    import framekit.ray as fkray
+
+    frame = retrieval_frame(120, distinct=30)
+    judge = sim_judge(judge_simulator, rpm=6001, concurrency=4)
+    scored = fkray.evaluate_dataset(
+        ray.data.from_arrow(frame.to_arrow()),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=False,
+        workers=2,
+        batch_rows=40,
+    )
+    got = collect(scored)
+    # Three blocks of 40 rows, each holding all 30 distinct requests: deduplicated within
+    # each block, and (with no cache) paid again in the next.
+    assert judge_simulator.stats()["chat"] == 90
+    # Every one of them was granted by the cluster's one limiter actor.
+    assert limiter_counts(judge)["granted"] == 90
+    expected = fk.evaluate_dataframe(frame, [RetrievalRelevance()], MAPPING, judge=judge,
+                                     cache=False, progress=False)  # fmt: skip
+    assert got.columns == expected.columns
+    assert got.equals(expected)
+
+
+def test_a_missing_column_is_an_input_error_before_any_worker_starts(ray_cluster, judge_simulator):
+    import ray
+
+    import framekit.ray as fkray
+
+    ds = ray.data.from_arrow(retrieval_frame(4).to_arrow())
+    with pytest.raises(fk.InputError, match="nope"):
+        fkray.evaluate_dataset(ds, [RetrievalRelevance()], {"input": "nope", "context": "docs"},
+                               judge=sim_judge(judge_simulator), cache=False)  # fmt: skip
+    assert judge_simulator.stats()["chat"] == 0
+
+
+def test_dataset_workers_share_one_cache_directory(ray_cluster, judge_simulator, tmp_path):
+    import ray
+
+    import framekit.ray as fkray
+
+    frame = retrieval_frame(60, distinct=20)
+    judge = sim_judge(judge_simulator, concurrency=4)
+    ds = ray.data.from_arrow(frame.to_arrow())
+    cache = tmp_path / "cache"
+    first = collect(fkray.evaluate_dataset(ds, [RetrievalRelevance()], MAPPING, judge=judge,
+                                           cache=cache, workers=2, batch_rows=20))  # fmt: skip
+    paid = judge_simulator.stats()["chat"]
+    assert 20 <= paid <= 60
+    again = collect(fkray.evaluate_dataset(ds, [RetrievalRelevance()], MAPPING, judge=judge,
+                                           cache=cache, workers=2, batch_rows=20))  # fmt: skip
+    assert judge_simulator.stats()["chat"] == paid  # every answer came from the cache
+    assert again.equals(first)
+
+
+def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_cluster, tmp_path):
+    frame = retrieval_frame(300, distinct=150)
+    source = tmp_path / "in.parquet"
+    frame.write_parquet(source, row_group_size=100)
+    evs = [RetrievalRelevance()]
+    local = fk.evaluate_parquet(source, tmp_path / "local.parquet", evs, MAPPING, judge="local",
+                                cache=False, progress=False, slice_rows=100)  # fmt: skip
+    on_ray = fk.evaluate_parquet(source, tmp_path / "ray.parquet", evs, MAPPING, judge="local",
+                                 cache=False, progress=False, slice_rows=100, engine="ray",
+                                 workers=2)  # fmt: skip
+    assert on_ray.rows == local.rows == 300
+    assert on_ray.slices == 3
+    assert on_ray.stats.embeddings_computed == local.stats.embeddings_computed > 0
+    assert pl.read_parquet(tmp_path / "ray.parquet").equals(
+        pl.read_parquet(tmp_path / "local.parquet")
+    )
+    assert not list(tmp_path.glob(".ray.parquet.framekit-parts"))
+
+
+def test_a_key_from_the_environment_does_not_travel_to_the_workers(monkeypatch):
+    import pickle
+
+    from framekit.ray._dataset import run_spec
+
+    monkeypatch.setenv("FRAMEKIT_API_KEY", "sk-from-env-CANARY-42")
+    judge = fk.Judge("openai/sim", api_base="http://127.0.0.1:9/v1")
+    spec = run_spec([RetrievalRelevance()], MAPPING, judge, False, False, False, False)
+    assert spec.key_from_env
+    assert b"CANARY-42" not in pickle.dumps(spec)
+    assert judge.secrets == ["sk-from-env-CANARY-42"]  # the caller's judge is unchanged
+    explicit = fk.Judge("openai/sim", api_key="sk-explicit-CANARY-7")
+    assert not run_spec(
+        [RetrievalRelevance()], MAPPING, explicit, False, False, False, False
+    ).key_from_env
+
+
+def _sent_per_prompt(sim) -> collections.Counter[str]:  # type: ignore[no-untyped-def]
+    return collections.Counter(json.dumps(r["messages"]) for r in sim.requests)
+
+
+def _quiet(sim, seconds: float = 1.5) -> None:  # type: ignore[no-untyped-def]
+    """Wait until no request has arrived for ``seconds`` (the killed job's workers are gone)."""
+    last, since = -1, time.monotonic()
+    while time.monotonic() - since < seconds:
+        now = sim.stats()["chat"]
+        if now != last:
+            last, since = now, time.monotonic()
+        time.sleep(0.1)
+
+
+def test_killed_driver_rerun_pays_only_for_calls_in_flight(
+    ray_cluster, simulator_factory, tmp_path
+):
+    sim = simulator_factory(latency=0.1)
+    rows, workers, concurrency = 400, 2, 4
+    retrieval_frame(rows).write_parquet(tmp_path / "runs.parquet", row_group_size=40)
+    # Not FRAMEKIT_API_KEY: that one is read from the workers' own environment (the Ray
+    # instance's, started by this test session), where it is not set.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SIM_KEY": "sk-test",
+           "LITELLM_OFFLINE_MODE": "true"}  # fmt: skip
+    env.pop("FRAMEKIT_JUDGE", None)
+    command = [
+        sys.executable, "-m", "framekit.cli", "evaluate", "runs.parquet",
+        "-e", "retrieval_relevance", "--map", "input=question", "--map", "context=docs",
+        "--judge", "openai/sim", "--api-base", sim.api_base, "--api-key-env", "SIM_KEY", "--concurrency", str(concurrency),
+        "--engine", "ray", "--address", ray_cluster, "--workers", str(workers),
+        "--cache", str(tmp_path / "cache"), "-o", "scored.parquet", "-q",
+    ]  # fmt: skip
+    driver = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        while sim.stats()["chat"] < rows // 3 and driver.poll() is None:
+            time.sleep(0.05)
+        assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
+        driver.send_signal(signal.SIGKILL)
+    finally:
+        driver.wait()
+    _quiet(sim)
+    first = sim.stats()["chat"]
+    assert first < rows
+    assert not (tmp_path / "scored.parquet").exists()
+
+    again = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240
+    )
+    assert again.returncode == 0, again.stderr
+    scored = pl.read_parquet(tmp_path / "scored.parquet")
+    assert scored.height == rows
+    assert scored["retrieval_relevance_error"].null_count() == rows
+    sent = _sent_per_prompt(sim)
+    assert len(sent) == rows  # every distinct request was answered once...
+    paid_twice = sum(n - 1 for n in sent.values())
+    # ...and only those in flight when the driver died went out again.
+    assert paid_twice <= workers * concurrency, paid_twice
+    assert sim.stats()["chat"] - first < rows - first + workers * concurrency + 1

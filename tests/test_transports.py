@@ -1,0 +1,134 @@
+"""Choosing a judge transport, and what the HTTP transport promises beyond the fault matrix."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import framekit as fk
+from framekit.judges.pricing import price_per_token
+from tests.helpers import API_KEY, MAPPING, retrieval_frame
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize(
+    ("model", "options", "expected"),
+    [
+        ("openai/gpt-4o-mini", {}, "http"),
+        ("openai/my-model", {"api_base": "http://127.0.0.1:9/v1"}, "http"),
+        ("hosted_vllm/qwen", {"api_base": "http://127.0.0.1:9/v1"}, "http"),
+        ("anthropic/claude-3-5-haiku-latest", {}, "litellm"),
+        ("gpt-4o-mini", {}, "litellm"),  # no provider prefix: litellm's routing decides
+        ("openai/gpt-4o-mini", {"processes": 2}, "litellm"),  # workers are litellm's
+        ("openai/gpt-4o-mini", {"transport": "litellm"}, "litellm"),
+        ("together_ai/llama", {"transport": "http", "api_base": "http://127.0.0.1:9/v1"}, "http"),
+    ],
+)
+def test_auto_picks_http_for_openai_compatible_models_and_litellm_otherwise(model, options, expected):
+    judge = fk.Judge(model, **options)
+    assert judge.transport == expected
+    assert f"transport={expected!r}" in repr(judge)
+
+
+def test_impossible_transport_choices_are_refused_before_any_call():
+    with pytest.raises(fk.InputError, match="transport must be"):
+        fk.Judge("openai/gpt-4o-mini", transport="grpc")
+    with pytest.raises(fk.InputError, match="processes > 1 is for the litellm transport"):
+        fk.Judge("openai/gpt-4o-mini", transport="http", processes=2)
+    with pytest.raises(fk.InputError, match="needs an api_base"):
+        fk.Judge("anthropic/claude-3-5-haiku-latest", transport="http")
+
+
+def test_a_judge_on_http_survives_pickling_and_runs_again(judge_simulator):
+    judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, api_key=API_KEY)
+    first = fk.evaluate_dataframe(retrieval_frame(3), [fk.evaluators.RetrievalRelevance()], MAPPING,
+                                  judge=judge, cache=False, progress=False)  # fmt: skip
+    clone = pickle.loads(pickle.dumps(judge))
+    assert clone.transport == "http" and API_KEY not in repr(clone)
+    again = fk.evaluate_dataframe(retrieval_frame(3), [fk.evaluators.RetrievalRelevance()], MAPPING,
+                                  judge=clone, cache=False, progress=False)  # fmt: skip
+    assert first["retrieval_relevance_score"].to_list() == again["retrieval_relevance_score"].to_list()
+    assert judge_simulator.stats()["by_status"] == {200: 6}
+
+
+def test_http_takes_the_key_from_openai_api_key_and_sends_it(simulator_factory, monkeypatch):
+    sim = simulator_factory(require_api_key=API_KEY)
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.delenv("FRAMEKIT_API_KEY", raising=False)
+    judge = fk.Judge("openai/sim-judge", api_base=sim.api_base)
+    out = fk.evaluate_dataframe(retrieval_frame(2), [fk.evaluators.RetrievalRelevance()], MAPPING,
+                                judge=judge, cache=False, progress=False)  # fmt: skip
+    assert out["retrieval_relevance_error"].null_count() == 2
+    assert sim.stats()["by_status"] == {200: 2}
+
+
+def test_http_sends_decoding_options_and_strips_the_provider_prefix(judge_simulator):
+    judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, api_key=API_KEY,
+                     temperature=0.3, max_tokens=77, seed=5)  # fmt: skip
+    fk.evaluate_dataframe(retrieval_frame(1), [fk.evaluators.RetrievalRelevance()], MAPPING,
+                          judge=judge, cache=False, progress=False)  # fmt: skip
+    body = judge_simulator.requests[-1]
+    assert body["model"] == "sim-judge"
+    assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 77, 5)
+    assert body["response_format"]["type"] == "json_schema"
+    assert "api_key" not in body and API_KEY not in str(body)
+
+
+def test_prices_come_from_a_public_table_and_unknown_models_have_none():
+    price = price_per_token("openai/gpt-4o-mini")
+    assert price is not None and price.cost(1_000_000, 0) > 0
+    assert price_per_token("openai/no-such-model-anywhere") is None
+
+
+def test_a_run_on_http_never_imports_litellm(judge_simulator):
+    # A custom api_base has no list price, so nothing needs litellm's price table.
+    script = textwrap.dedent(
+        """
+        import sys
+        import framekit as fk
+        from framekit.evaluators import RetrievalRelevance
+        from tests.helpers import MAPPING, retrieval_frame
+        judge = fk.Judge("openai/sim-judge", api_base=sys.argv[1], api_key="sk-x")
+        out = fk.evaluate_dataframe(retrieval_frame(20), [RetrievalRelevance()], MAPPING,
+                                    judge=judge, cache=False, progress=False)
+        print(judge.transport, int(out["retrieval_relevance_score"].is_not_null().sum()),
+              "litellm" in sys.modules)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    line = subprocess.check_output([sys.executable, "-c", script, judge_simulator.api_base],
+                                   cwd=ROOT, env=env, text=True)  # fmt: skip
+    assert line.split() == ["http", "20", "False"]
+    assert judge_simulator.stats()["chat"] == 20
+
+
+def test_http_classifies_a_url_its_client_refuses_as_configuration_like_litellm():
+    # framekit's own check refuses user:pass@ in api_base before a run; this is the second
+    # line of defence, the verdict when aiohttp itself refuses the URL at call time.
+    import asyncio
+
+    from framekit.judges.base import ChatRequest
+    from framekit.judges.http import HttpTransport
+
+    judge = fk.Judge("openai/m", api_base="http://127.0.0.1:9/v1", api_key=API_KEY, timeout=5)
+    transport = HttpTransport(judge)
+    request = ChatRequest([{"role": "user", "content": "hi"}], "answer", {"type": "object"})
+
+    async def call() -> object:
+        await transport.open()
+        transport.url = f"http://me:{API_KEY}@127.0.0.1:9/v1/chat/completions"
+        try:
+            return await transport.call(request, list(request.messages), "prompt")
+        finally:
+            await transport.release()
+
+    fault = asyncio.run(call())
+    assert isinstance(fault, fk.judges.Fault) and fault.kind == "config", fault
+    assert "api_base" in fault.reason and API_KEY not in fault.reason

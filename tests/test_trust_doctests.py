@@ -1,0 +1,24 @@
+"""The examples in the docstrings of the trust modules run and give what they show."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "framekit.analysis._measures",
+    "framekit.analysis._rubric",
+    "framekit.analysis.agreement",
+    "framekit.analysis.calibrate",
+    "framekit.analysis.gate",
+    "framekit.cli_gate",
+    "framekit.judges.local.coherence",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples_run(name):
+    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
