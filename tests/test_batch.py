@@ -379,3 +379,28 @@ def test_an_endpoint_rejecting_json_schema_gets_tool_calls_in_a_follow_up_batch(
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 2
     assert sim.stats()["batch"]["lines_failed"] == 200
+
+
+def test_a_missing_key_for_the_provider_endpoint_stops_before_any_batch_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("FRAMEKIT_API_KEY", "OPENAI_API_KEY", "FRAMEKIT_API_BASE", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    judge = fk.Judge(PRICED, batch=True)  # OpenAI's own endpoint: never reached here
+    with pytest.raises(fk.JudgeConfigurationError, match="no API key"):
+        score(retrieval_frame(20), judge, tmp_path)
+    # Nothing written for upload, no manifest left behind.
+    assert not list(tmp_path.rglob("*.jsonl")) and not list(tmp_path.rglob("batches/*.json"))
+
+
+def test_a_gateway_quoting_the_key_back_never_shows_it_in_the_error(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    secret = "sk-batch-secret-0123456789abcdef"
+    sim.configure(echo_headers="error")  # every batch call: a 400 quoting its headers
+    with pytest.raises(JudgeError) as info:
+        score(retrieval_frame(20), batch_judge(sim, api_key=secret), tmp_path)
+    message = str(info.value)
+    assert "you sent POST" in message  # the gateway's quote did reach the error...
+    assert secret not in message and secret[:16] not in message  # ...without the key
+    assert sim.stats()["batch"]["batches_created"] == 0
