@@ -43,6 +43,7 @@ _EXPORTS = {
     "JudgeConfigurationError": "framekit._errors",
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
+    "BatchPending": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
 # Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
@@ -53,6 +54,7 @@ __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 if TYPE_CHECKING:
     from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
+        BatchPending,
         FramekitError,
         InputError,
         JudgeAuthenticationError,

@@ -41,6 +41,16 @@ class JudgeAuthenticationError(JudgeError):
     """The endpoint rejected the credentials (HTTP 401/403): the whole run stops."""
 
 
+class BatchPending(FramekitError):
+    """A provider batch goes on after the run returned (``wait=False``, or the judge's
+    ``batch_timeout`` passed). Nothing is lost: run the same call again to collect the
+    answers. ``batch_ids`` names the provider's batches."""
+
+    def __init__(self, message: str, batch_ids: list[str]) -> None:
+        super().__init__(message)
+        self.batch_ids = batch_ids
+
+
 class JudgeConfigurationError(InputError, JudgeError):
     """The judge cannot work as configured (credentials missing or malformed, an
     ``api_base`` the HTTP client refuses): raised before or at the first call, never
@@ -56,6 +66,7 @@ class LocalModelError(FramekitError, RuntimeError):
 
 
 __all__ = [
+    "BatchPending",
     "FramekitError",
     "InputError",
     "JudgeAuthenticationError",

@@ -3,7 +3,8 @@
 Exit codes: 0 done; 2 a usage or input error (the message names the problem, and no
 destination is written); 1 the run finished with more failed rows than
 ``--max-failures``, or failed for another reason; 130 interrupted (run the same command
-again to resume).
+again to resume); 75 batches submitted with ``--batch --no-wait`` (run it again to
+collect them).
 
 The API key is never a flag (it would land in the shell history): the judge reads
 ``FRAMEKIT_API_KEY`` (or litellm's provider variables such as ``OPENAI_API_KEY``), or the
@@ -22,6 +23,7 @@ from framekit import _cli_traces
 from framekit._cli_advice import advise
 from framekit._cli_checks import unpaired_key
 from framekit._errors import (
+    BatchPending,
     FramekitError,
     InputError,
     JudgeAuthenticationError,
@@ -71,6 +73,7 @@ def _judge(args: argparse.Namespace) -> Any:
         "tpm": args.tpm,
         "concurrency": args.concurrency,
         "processes": args.processes,
+        "batch": args.batch or None,
     }
     if model is None or model.lower() == "local":
         given = [f"--{k}" for k, v in limits.items() if v is not None]
@@ -85,6 +88,8 @@ def _judge(args: argparse.Namespace) -> Any:
         if not api_key:
             raise InputError(f"--api-key-env: environment variable {args.api_key_env} is not set")
     kwargs = {k: v for k, v in limits.items() if v is not None}
+    if args.batch and args.no_wait:
+        kwargs["wait"] = False
     return Judge(model, api_base=args.api_base, api_key=api_key, **kwargs)
 
 
@@ -386,6 +391,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes making the litellm calls (default 1: this one); "
         "2 helps when the endpoint answers faster than one process can send",
     )
+    ev.add_argument(
+        "--batch",
+        action="store_true",
+        help="send through the provider's batch API: 50 %% price, answers within 24 h; "
+        "Ctrl-C detaches and the same command resumes (see `framekit batches`)",
+    )
+    ev.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="with --batch: submit and exit at once (code 75) naming the batch ids; "
+        "the same command collects the answers later",
+    )
     group = ev.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write a cache")
@@ -490,6 +507,10 @@ def build_parser() -> argparse.ArgumentParser:
     from framekit import cli_gate
 
     cli_gate.add_parser(sub)
+
+    from framekit.cli_batches import add_parser as add_batches_parser
+
+    add_batches_parser(sub)
     return parser
 
 
@@ -504,6 +525,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # and its message says how many answers were saved.
         print(str(exc), file=sys.stderr)
         return 130
+    except BatchPending as exc:  # submitted, not failed: "try again later" (EX_TEMPFAIL)
+        print(f"framekit: {exc}", file=sys.stderr)
+        return 75
     except JudgeAuthenticationError as exc:
         print(
             f"framekit: error: the judge rejected the credentials: {exc} "

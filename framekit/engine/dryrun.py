@@ -33,6 +33,7 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_recor
 from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
+from framekit.judges.batch.pricing import batch_price
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 
@@ -68,6 +69,8 @@ class RequestPlan:
     #: Why a real run would stop at its first call (missing or malformed credentials...).
     warnings: list[str] = field(default_factory=list)
     by_evaluator: dict[str, int] = field(default_factory=dict)
+    #: Requests that would go through a provider batch API (priced at its discount).
+    batch_requests: int = 0
 
     @property
     def tokens(self) -> int:
@@ -94,6 +97,8 @@ class RequestPlan:
                 f"  estimated tokens: {self.tokens} "
                 f"({self.prompt_tokens} prompt + {self.answer_tokens} answer)",
             ]
+        if self.batch_requests and self.cost_known:
+            cost += f" ({self.batch_requests} requests at the batch API's 50 % price)"
         lines.append(f"  estimated cost: {cost}")
         if self.local_judge:
             lines.append(
@@ -158,8 +163,9 @@ def plan_requests(
     store = existing_cache(cache)
     judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge model, prompt characters); insertion order = first use.
-    chats: dict[str, tuple[str, str, int]] = {}
+    # key -> (evaluator name, judge model, prompt characters, by batch API); insertion
+    # order = first use.
+    chats: dict[str, tuple[str, str, int, bool]] = {}
     texts: dict[str, None] = {}
     needed = {f for ev in evs for f in ev.fields}
     for frame in frames:
@@ -182,7 +188,8 @@ def plan_requests(
             if key not in chats:
                 j, _ = planned.slots[0]
                 chars = sum(len(str(m.get("content") or "")) for m in planned.request.messages)
-                chats[key] = (jobs[j].evaluator.name, planned.judge.model, chars)
+                batch = bool(getattr(planned.judge, "batch", False))
+                chats[key] = (jobs[j].evaluator.name, planned.judge.model, chars, batch)
         for job, rows in zip(jobs, prepared):
             for i, record in enumerate(rows):
                 if record is not None and isinstance(job.judge, LocalJudge):
@@ -195,7 +202,7 @@ def plan_requests(
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
-    for key, (name, model, chars) in chats.items():
+    for key, (name, model, chars, batch) in chats.items():
         if key in hits:
             continue
         plan.requests += 1
@@ -204,6 +211,9 @@ def plan_requests(
         plan.prompt_tokens += prompt
         plan.answer_tokens += ANSWER_TOKENS
         price = _price(model, prompt, ANSWER_TOKENS)
+        if batch:
+            plan.batch_requests += 1
+            price = batch_price(model, prompt, ANSWER_TOKENS)
         if price is None:
             plan.cost_known = False
         else:

@@ -20,6 +20,7 @@ import numpy as np
 from framekit._errors import RecordError
 from framekit._score import Score
 from framekit._secrets import redact, registered
+from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
@@ -217,7 +218,7 @@ async def run_jobs(
     """Fill ``job.results`` for every job."""
     report = progress or (lambda n, kind: None)
     prepared = prepare_records(jobs, report)
-    answers = await _chat_stage(jobs, prepared, cache, stats, report)
+    answers = await _chat_stage(jobs, prepared, cache, stats, report, show_embedding_progress)
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
     for job, rows in zip(jobs, prepared):
         for i, record in enumerate(rows):
@@ -241,6 +242,7 @@ async def _chat_stage(
     cache: Cache,
     stats: RunStats,
     report: ProgressFn,
+    show: bool = False,
 ) -> dict[Slot, dict[str, Any]]:
     """Answers of LLM judges, by slot."""
     plan = plan_chats(jobs, prepared)
@@ -283,7 +285,11 @@ async def _chat_stage(
             group[1].append((key, planned.request))
     await asyncio.gather(
         *(
-            ChatExecutor(judge, cache, stats).run(items, settle)
+            (
+                BatchExecutor(judge, cache, stats, show).run(items, settle)
+                if getattr(judge, "batch", False)
+                else ChatExecutor(judge, cache, stats).run(items, settle)
+            )
             for judge, items in misses.values()
         )
     )

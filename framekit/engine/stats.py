@@ -28,6 +28,10 @@ class RunStats:
     embeddings_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+    #: Requests answered through a provider batch API (priced at its batch discount),
+    #: and the provider's ids of the batches this run submitted.
+    batch_requests: int = 0
+    batches: list[str] = field(default_factory=list)
     #: The judge transports the run's calls went through ("http", "litellm").
     transports: list[str] = field(default_factory=list)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
@@ -49,6 +53,8 @@ class RunStats:
         )
         if self.transports:
             line += f" (via {', '.join(self.transports)})"
+        if self.batch_requests:
+            line += f" ({self.batch_requests} answered by batch API at 50 % price)"
         return self.with_hints(line)
 
     def with_hints(self, line: str) -> str:

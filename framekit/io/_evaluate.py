@@ -31,6 +31,7 @@ from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
 from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
 from framekit.io._assemble import _assemble, _write_empty
+from framekit.io._batch import submit_all_slices
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
 from framekit.io._fingerprint import _file_identity, run_fingerprint
@@ -254,6 +255,17 @@ async def _evaluate_files(
     run = ParquetRun(dest, total_rows, len(slices), len(done), sum(slices[i][1] for i in done))
     bar = _RowBar(total_rows, run.skipped_rows, len(evs)) if opts.progress and total_rows else None
     try:
+        await submit_all_slices(
+            resolved_judge,
+            slices,
+            done,
+            lambda offset, length: scan.select(columns).slice(offset, length).collect(),
+            evaluators=evs,
+            mapping=mapping,
+            cache=resolved_cache,
+            details=opts.details,
+            overwrite=opts.overwrite,
+        )
         for i, (offset, length) in enumerate(slices):
             if i in done:
                 continue

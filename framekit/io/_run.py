@@ -44,6 +44,9 @@ class ParquetRun:
             f"({self.slices} slice{'' if self.slices == 1 else 's'}{resumed}); {self.stats.requests_sent} requests sent, "
             f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
         )
+        if self.stats.batch_requests:
+            cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
+            line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
         return self.stats.with_hints(line)
 
 

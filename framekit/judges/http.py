@@ -82,6 +82,21 @@ _NOT_BODY = {
 }
 
 
+def resolve_endpoint(
+    judge: Judge, env: tuple[str, tuple[str, ...]] | None = None
+) -> tuple[str | None, str | None]:
+    """``(api_base, key)`` of ``judge``: its own, else the provider's variables (``env``:
+    the key variable and base-URL variables; by default those litellm reads for the
+    model's prefix). ``api_base`` is ``None`` for the provider's public endpoint. Shared
+    by this transport and the batch clients, so both reach the same endpoint."""
+    env_key, env_bases = env or _ENV.get(judge.model.partition("/")[0], ("", ()))
+    kwargs = judge.litellm_kwargs
+    base = judge.api_base or kwargs.get("base_url")
+    base = base or next((os.environ[v] for v in env_bases if os.environ.get(v)), None)
+    key = judge._api_key or kwargs.get("api_key") or os.environ.get(env_key) or None
+    return base, key
+
+
 class HttpTransport:
     """Calls an OpenAI-compatible endpoint directly (see the module docstring)."""
 
@@ -101,14 +116,9 @@ class HttpTransport:
     def _resolve(self) -> None:
         """URL and key from the judge, else the provider's variables (read again when a
         run opens a pool: the environment may have changed since the judge was made)."""
-        judge = self.judge
-        env_key, env_bases = _ENV.get(judge.model.partition("/")[0], ("", ()))
-        kwargs = judge.litellm_kwargs
-        base = judge.api_base or kwargs.get("base_url")
-        base = base or next((os.environ[v] for v in env_bases if os.environ.get(v)), None)
+        base, self._key = resolve_endpoint(self.judge)
         self._custom_base = base is not None
         self.url = (base or _OPENAI_BASE).rstrip("/") + "/chat/completions"
-        self._key = judge._api_key or kwargs.get("api_key") or os.environ.get(env_key) or None
 
     @property
     def requires_key(self) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import os
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
@@ -60,6 +60,14 @@ class Judge:
         The model's context window in tokens, for a model litellm does not know (e.g.
         self-hosted): a record longer than it allows is cut to fit, with a note in its
         explanation. ``None``: litellm's figure for the model, else 128,000.
+    batch, batch_followup, wait, batch_timeout, batch_poll
+        Send through the provider's batch API at half price (answers within 24 h;
+        resumable: see :mod:`framekit.engine.batch`). ``batch_followup``: lines that
+        failed or expired go to a follow-up ``"batch"`` or are sent ``"direct"``.
+        ``wait=False`` submits and returns at once (raising
+        :class:`~framekit.BatchPending` with the batch ids; run again to
+        collect). ``batch_timeout``: hours to wait; ``batch_poll``: first poll interval
+        in seconds (backing off to 60 s).
     processes
         Worker processes that make the calls. litellm spends 3.5-4 ms of CPU on each
         call, so one process tops out near 250 calls/s; against an endpoint that could
@@ -105,6 +113,11 @@ class Judge:
         max_tokens: int = 1024,
         context_window: int | None = None,
         processes: int = 1,
+        batch: bool = False,
+        batch_followup: Literal["batch", "direct"] = "batch",
+        wait: bool = True,
+        batch_timeout: float = 24.0,
+        batch_poll: float = 1.0,
         transport: str = "auto",
         **litellm_kwargs: Any,
     ) -> None:
@@ -134,6 +147,12 @@ class Judge:
         self.context_window = context_window
         self.processes = processes
         self.litellm_kwargs = litellm_kwargs
+        if batch_followup not in ("batch", "direct"):
+            raise InputError(f"batch_followup must be 'batch' or 'direct', got {batch_followup!r}")
+        if batch_timeout <= 0 or batch_poll <= 0:
+            raise InputError("batch_timeout and batch_poll must be positive")
+        self.batch, self.batch_followup, self.wait = bool(batch), batch_followup, bool(wait)
+        self.batch_timeout, self.batch_poll = float(batch_timeout), float(batch_poll)
         self._secrets = self._collect_secrets()
         self._transport: Transport = self._make_transport(
             choose_transport(model, transport, processes, self.api_base)

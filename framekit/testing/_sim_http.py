@@ -26,7 +26,8 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
-from framekit.testing import _sim_echo
+from framekit.testing import _sim_batch, _sim_echo
+from framekit.testing._sim_reply import Reply, error_body
 
 if TYPE_CHECKING:
     from framekit.testing.simulator import SimulatorConfig
@@ -46,77 +47,9 @@ _RATE_FIELDS = (
     ("null", "null_content_rate"),
     ("refusal", "refusal_rate"),
 )
-_ERRORS: dict[int, tuple[str, str, str | None]] = {
-    400: ("Simulated invalid request.", "invalid_request_error", None),
-    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
-    404: ("Unknown endpoint.", "invalid_request_error", None),
-    405: ("Method not allowed.", "invalid_request_error", None),
-    429: ("Rate limit reached for requests.", "requests", "rate_limit_exceeded"),
-    500: ("The server had an error while processing your request.", "server_error", None),
-    503: ("The server is overloaded or not ready yet.", "server_error", None),
-}
-_REASONS = {
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-}
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 64 * 1024 * 1024
 _TRICKLE_PIECES = 8
-
-
-class Reply:
-    """One decided response: what to send, after how long, and how (normal/drop/trickle)."""
-
-    __slots__ = ("status", "body", "headers", "delay", "mode", "api", "tokens", "done")
-
-    def __init__(
-        self,
-        status: int,
-        body: bytes,
-        headers: tuple[tuple[str, str], ...] = (),
-        *,
-        delay: float = 0.0,
-        mode: str = "normal",
-        api: bool = True,
-        tokens: tuple[int, int] = (0, 0),
-    ) -> None:
-        self.status = status
-        self.body = body
-        self.headers = headers
-        self.delay = delay
-        self.mode = mode
-        self.api = api
-        self.tokens = tokens
-        self.done = False
-
-    def head(self, keep_alive: bool) -> bytes:
-        lines = [
-            f"HTTP/1.1 {self.status} {_REASONS.get(self.status, 'Error')}",
-            "content-type: application/json",
-            f"content-length: {len(self.body)}",
-        ]
-        lines.extend(f"{name}: {value}" for name, value in self.headers)
-        if not keep_alive:
-            lines.append("connection: close")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
-def error_body(status: int, message: str | None = None, param: str | None = None) -> bytes:
-    """An OpenAI-style ``{"error": {...}}`` body."""
-    default, kind, code = _ERRORS.get(status, ("Simulated error.", "server_error", None))
-    error = {"message": message or default, "type": kind, "param": param, "code": code}
-    return json.dumps({"error": error}).encode()
 
 
 def _json(value: Any) -> Reply:
@@ -131,6 +64,7 @@ class SimApp:
         self.rng = random.Random(config.seed)
         self.requests: deque[Any] = deque(maxlen=config.max_recorded)
         self.connections: set[_Connection] = set()
+        self.batch = _sim_batch.BatchSim(self)
         self._zero()
 
     # -- state ----------------------------------------------------------------------
@@ -158,6 +92,7 @@ class SimApp:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
         self.requests.clear()
         self.rng.seed(self.config.seed)
+        self.batch.reset()
         self._zero()
 
     def configure(self, fields: dict[str, Any]) -> SimulatorConfig:
@@ -198,6 +133,7 @@ class SimApp:
             "max_in_flight": self.max_in_flight,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "batch": self.batch.stats(),
         }
 
     def finished(self, reply: Reply, *, sent: bool) -> None:
@@ -229,6 +165,11 @@ class SimApp:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if _sim_batch.owns(path):
+                echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
+                if echoed is not None:  # the careless gateway quotes batch calls too
+                    return Reply(echoed[0], error_body(*echoed))
+                return self._gateway(headers) or self.batch.handle(method, path, query, headers, body)
             reply = self._api(method, path, headers, body, query)
             reply.headers += self.limit_headers()
             return reply

@@ -107,6 +107,12 @@ null_content_rate, refusal_rate : float
         Vector length when a request gives no ``dimensions``.
     max_recorded : int
         How many request bodies ``requests`` keeps (oldest dropped first).
+    batch_seconds : float
+        How long a batch (either batch API) takes from creation to completed.
+    batch_failed_rate, batch_expired_rate : float
+        Fractions of batch lines that fail (HTTP 500 / ``errored``) or expire.
+    batch_validation_error : str, optional
+        If set, every batch is rejected as a whole with this reason.
     seed : int, optional
         Seed of the fault / latency RNG (``None``: unseeded). ``reset()`` reseeds.
 
@@ -137,6 +143,10 @@ null_content_rate, refusal_rate : float
     embedding_dimensions: int = 256
     max_recorded: int = 10_000
     seed: int | None = 0
+    batch_seconds: float = 1.0
+    batch_failed_rate: float = 0.0
+    batch_expired_rate: float = 0.0
+    batch_validation_error: str | None = None
 
     def __post_init__(self) -> None:
         if self.latency < 0 or (self.latency_max is not None and self.latency_max < self.latency):
@@ -154,6 +164,9 @@ null_content_rate, refusal_rate : float
             raise ValueError(f"echo_headers must be one of {_ECHO_MODES}")
         if self.hang_seconds < 0 or self.trickle_seconds < 0:
             raise ValueError("hang_seconds and trickle_seconds must be >= 0")
+        batch_rates = (self.batch_failed_rate, self.batch_expired_rate)
+        if self.batch_seconds < 0 or any(not 0 <= r <= 1 for r in batch_rates) or sum(batch_rates) > 1:
+            raise ValueError("need batch_seconds >= 0 and batch rates in [0, 1] summing to <= 1")
         if self.embedding_dimensions < 1 or self.max_recorded < 0:
             raise ValueError("embedding_dimensions must be >= 1 and max_recorded >= 0")
 
@@ -189,6 +202,9 @@ class SimulatorStats(TypedDict):
     max_in_flight: int
     prompt_tokens: int
     completion_tokens: int
+    #: Batch APIs: files_uploaded, files_downloaded, batches_created, batches_cancelled,
+    #: batches_rejected, lines, lines_failed, lines_expired, retrieves.
+    batch: dict[str, int]
 
 
 class JudgeSimulator:

@@ -1,0 +1,103 @@
+"""Provider batch APIs (half price, answered within 24 hours) behind one small client.
+
+Why aiohttp and not litellm's batch functions: litellm's ``acreate_batch`` and
+``afile_content`` return a file's whole content at once (an output file may be
+hundreds of MB), and litellm cannot create Anthropic batches at all (it only retrieves
+them). Two protocols, spoken directly, cost a few hundred lines and keep downloads
+streaming.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from framekit._errors import JudgeConfigurationError
+from framekit.judges.batch.anthropic import AnthropicBatchClient
+from framekit.judges.batch.base import TERMINAL, BatchClient, BatchStatus, LineResult, env_key
+from framekit.judges.batch.openai import OpenAIBatchClient
+from framekit.judges.batch.pricing import batch_price
+from framekit.judges.http import resolve_endpoint
+
+if TYPE_CHECKING:
+    from framekit.judges.litellm_judge import Judge
+
+__all__ = [
+    "TERMINAL",
+    "AnthropicBatchClient",
+    "BatchClient",
+    "BatchStatus",
+    "LineResult",
+    "OpenAIBatchClient",
+    "batch_price",
+    "client_for",
+    "make_client",
+]
+
+_DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
+_KEY_VARS = {
+    "openai": ("FRAMEKIT_API_KEY", "OPENAI_API_KEY"),
+    "anthropic": ("FRAMEKIT_API_KEY", "ANTHROPIC_API_KEY"),
+}
+# (key variable, base-URL variables) litellm reads for each provider.
+_ENDPOINT_VARS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "openai": ("OPENAI_API_KEY", ("OPENAI_BASE_URL", "OPENAI_API_BASE")),
+    "anthropic": ("ANTHROPIC_API_KEY", ("ANTHROPIC_API_BASE",)),
+}
+
+
+def provider_of(model: str) -> str:
+    """``anthropic`` for ``anthropic/...`` and ``claude-...`` models, else ``openai``."""
+    head = model.split("/", 1)[0] if "/" in model else ""
+    return "anthropic" if head == "anthropic" or model.startswith("claude") else "openai"
+
+
+def wire_model(model: str) -> str:
+    """The model name the provider expects: litellm's ``provider/`` prefix dropped."""
+    return model.split("/", 1)[1] if "/" in model else model
+
+
+def make_client(
+    provider: str,
+    api_base: str | None,
+    api_key: str | None,
+    model: str,
+    secrets: tuple[str, ...] = (),
+    **params: object,
+) -> BatchClient:
+    """A client for ``provider`` at ``api_base`` (its public endpoint when ``None``);
+    ``secrets`` are redacted from every error it raises (the key always is)."""
+    cls = AnthropicBatchClient if provider == "anthropic" else OpenAIBatchClient
+    key = api_key or env_key(*_KEY_VARS[cls.provider])
+    hidden = tuple(dict.fromkeys([*secrets, *([key] if key else [])]))
+    client = cls(api_base or _DEFAULT_BASE[cls.provider], key, wire_model(model), dict(params))
+    client.secrets = hidden
+    return client
+
+
+def client_for(judge: Judge) -> BatchClient:
+    """The batch client speaking to ``judge``'s endpoint with its decoding parameters.
+
+    Endpoint and key are resolved as the HTTP transport resolves them (the judge's own,
+    else the provider's variables), and a judge that cannot work as configured (no key
+    for a provider's public endpoint, a malformed key or ``api_base``) raises
+    :class:`~framekit.JudgeConfigurationError` here, before anything is written or
+    uploaded.
+    """
+    provider = provider_of(judge.model)
+    problem = judge.configuration_problem()
+    if problem:
+        raise JudgeConfigurationError(problem)
+    env = _ENDPOINT_VARS[provider] if provider == "anthropic" else None
+    if env is None and judge.model.partition("/")[0] not in ("openai", "hosted_vllm"):
+        env = _ENDPOINT_VARS["openai"]
+    base, key = resolve_endpoint(judge, env)
+    if key is None and base is None:
+        # The provider's public endpoint always needs a key (a self-hosted one may not).
+        raise JudgeConfigurationError(
+            f"no API key for {judge.model!r}: set FRAMEKIT_API_KEY or "
+            f"{_KEY_VARS[provider][1]}, or pass api_key=..."
+        )
+    ident = judge.cache_identity()
+    params: dict[str, object] = {"max_tokens": judge.max_tokens, **ident["params"]}
+    params["temperature"] = judge.temperature
+    return make_client(provider, base, key, judge.model, tuple(judge.secrets), **params)

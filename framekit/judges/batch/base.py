@@ -1,0 +1,197 @@
+"""What every provider batch protocol offers the batch executor.
+
+A batch travels as one local *spool* file that is exactly the body uploaded to the
+provider, one request per line, so it is written and re-read streaming and a follow-up
+batch can take the original messages of a failed line back out of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit._secrets import redact
+from framekit.judges.structured import one_line
+
+#: Provider states after which nothing changes any more.
+TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
+
+
+@dataclass
+class BatchStatus:
+    """One batch as the provider reports it, in the provider's own state words."""
+
+    id: str
+    state: str
+    completed: int = 0
+    failed: int = 0
+    total: int = 0
+    output_file: str | None = None
+    error_file: str | None = None
+    #: The provider's reason when the batch failed as a whole (validation).
+    reason: str | None = None
+    created_at: float | None = None
+    #: ``metadata["framekit"]``: the local id framekit gave the batch when creating it.
+    tag: str | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL
+
+
+@dataclass
+class LineResult:
+    """One line of a batch's results: an answer, or an error for that request."""
+
+    custom_id: str
+    text: str | None = None
+    refusal: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    error: str | None = None
+    #: Whether asking again can help (failed, expired, 5xx) or not (400).
+    retryable: bool = True
+    #: The endpoint rejected the structured-output mode (``response_format``).
+    mode_rejected: bool = False
+
+
+class BatchHTTPError(JudgeError):
+    """A batch API call answered with an error status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+
+@dataclass
+class BatchClient:
+    """A provider batch API reached over HTTP (aiohttp), one session per run.
+
+    Subclasses say how a request becomes a spool line and how results are read back.
+    """
+
+    api_base: str
+    api_key: str | None
+    model: str
+    params: dict[str, Any] = field(default_factory=dict)
+    timeout: float = 600.0
+    #: Strings redacted from every error this client raises (the key, the judge's secrets).
+    secrets: tuple[str, ...] = ()
+
+    provider = "base"
+    #: Provider limits on one batch (requests, bytes of the uploaded body).
+    max_requests = 50_000
+    max_bytes = 200 * 1024 * 1024
+    header = b""
+    footer = b""
+
+    def __post_init__(self) -> None:
+        self.api_base = self.api_base.rstrip("/")
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- spool lines --------------------------------------------------------------------
+    def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
+        """One request as a spool line (ending in a newline)."""
+        raise NotImplementedError
+
+    def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
+        """(custom_id, messages) of a spool line; ``None`` for the header or footer."""
+        raise NotImplementedError
+
+    def finish_spool(self, path: Path, size: int) -> None:
+        """Make a written spool a valid upload body (Anthropic: drop the last comma)."""
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=self.timeout),
+                # The API host is named by api_base: no proxy variables, no surprises.
+                trust_env=False,
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One JSON API call; raises :class:`BatchHTTPError` for an error status."""
+        async with self.session().request(method, self.api_base + path, **kwargs) as resp:
+            body = await resp.read()
+            if resp.status >= 400:
+                raise _http_error(resp.status, body, self.secrets)
+            return json.loads(body) if body else {}
+
+    async def lines(self, url: str) -> AsyncIterator[bytes]:
+        """The lines of a download, read in 64 kB pieces (never the whole file at once)."""
+        async with self.session().get(url) as resp:
+            if resp.status >= 400:
+                raise _http_error(resp.status, await resp.read(), self.secrets)
+            rest = b""
+            async for chunk in resp.content.iter_chunked(1 << 16):
+                rest += chunk
+                *whole, rest = rest.split(b"\n")
+                for line in whole:
+                    if line.strip():
+                        yield line
+            if rest.strip():
+                yield rest
+
+    # -- batches --------------------------------------------------------------------------
+    async def submit(self, spool: Path, count: int, metadata: dict[str, str]) -> tuple[str, str]:
+        """Upload a spool and create its batch: (batch id, input file id or "")."""
+        raise NotImplementedError
+
+    async def retrieve(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    async def cancel(self, batch_id: str) -> BatchStatus:
+        raise NotImplementedError
+
+    async def list(self, limit: int = 100) -> list[BatchStatus]:
+        raise NotImplementedError
+
+    def results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
+        """Every result line of a finished batch, answers and errors, streaming."""
+        raise NotImplementedError
+
+
+def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> JudgeError:
+    try:
+        data = json.loads(body)
+        error = data.get("error") if isinstance(data, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+    except ValueError:
+        message = None
+    # A provider (or a proxy) may echo the request's credentials back in its message.
+    text = redact(one_line(message or body.decode("utf-8", "replace") or "no message", 200), secrets)
+    if status in (401, 403):
+        return JudgeAuthenticationError(
+            f"the batch API rejected the credentials: HTTP {status}: {text}"
+        )
+    return BatchHTTPError(status, text)
+
+
+def env_key(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
