@@ -199,7 +199,11 @@ def bare_client_ceiling(rows: int) -> dict[str, object]:
 def rate_bound(rows: int) -> dict[str, object]:
     with JudgeSimulator.subprocess(SimulatorConfig(rpm=3000, latency=0.05)) as sim:
         judge = fk.Judge(
-            MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64, rpm=3000,
+            MODEL,
+            api_base=sim.api_base,
+            api_key="sk-bench",
+            concurrency=64,
+            rpm=3000,
             transport="litellm",
         )
         # Import litellm outside the timed window, then let the server's bucket refill.

@@ -91,7 +91,11 @@ def wikiqa(path: Path, cache: Path) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     labels = df["label"].cast(pl.Int8).to_numpy()
     agreement = fk.agreement(scored, human="label", n_resamples=300)
-    out: dict[str, Any] = {"pairs": df.height, "positives": int(labels.sum()), "seconds": round(seconds, 1)}
+    out: dict[str, Any] = {
+        "pairs": df.height,
+        "positives": int(labels.sum()),
+        "seconds": round(seconds, 1),
+    }
     for ev in evaluators:
         scores = scored[f"{ev.name}_score"].to_numpy()
         row = agreement.filter(pl.col("evaluator") == ev.name).row(0, named=True)
@@ -120,7 +124,10 @@ def with_interval(values: np.ndarray) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     means = values[rng.integers(0, len(values), (2000, len(values)))].mean(axis=1)
     low, high = np.quantile(means, [0.025, 0.975])
-    return {"spearman": round(float(values.mean()), 4), "interval_95": [round(low, 4), round(high, 4)]}
+    return {
+        "spearman": round(float(values.mean()), 4),
+        "interval_95": [round(low, 4), round(high, 4)],
+    }
 
 
 def summeval(path: Path, cache: Path) -> dict[str, Any]:
@@ -159,8 +166,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
         wiki, summ = args.data / "wikiqa-dev.tsv", args.data / "summeval-dev.jsonl"
-        figures["wikiqa_dev"] = wikiqa(wiki, cache) if wiki.is_file() else f"skipped: {wiki} not found"
-        figures["summeval_dev"] = summeval(summ, cache) if summ.is_file() else f"skipped: {summ} not found"
+        figures["wikiqa_dev"] = (
+            wikiqa(wiki, cache) if wiki.is_file() else f"skipped: {wiki} not found"
+        )
+        figures["summeval_dev"] = (
+            summeval(summ, cache) if summ.is_file() else f"skipped: {summ} not found"
+        )
     write_results("offline_agreement", figures)
     return 0
 

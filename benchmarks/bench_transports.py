@@ -161,7 +161,12 @@ def rate_windows(rows: int) -> dict[str, Any]:
     config = SimulatorConfig(latency=0.1, rpm=3000, rpm_window=1.0, rate_limit_headers=True)
     runs: dict[str, Any] = {}
     with JudgeSimulator.subprocess(config) as sim:
-        for transport, rpm in (("http", 3000), ("http", None), ("litellm", 3000), ("litellm", None)):
+        for transport, rpm in (
+            ("http", 3000),
+            ("http", None),
+            ("litellm", 3000),
+            ("litellm", None),
+        ):
             run = framekit_run(sim, rows, transport, 64, rpm=rpm)
             run["ratio_of_limit"] = round(run["rows_per_s"] / 50.0, 3)
             runs[f"{transport}_rpm_{rpm}"] = run
@@ -239,7 +244,9 @@ def litellm_before_after(rows: int, before: Path, repeats: int = 2) -> dict[str,
                 env = {**os.environ, "PYTHONPATH": str(tree)}
                 line = subprocess.check_output(
                     [sys.executable, "-c", _LITELLM_RUN, str(rows), sim.api_base],
-                    cwd=tree, env=env, text=True,
+                    cwd=tree,
+                    env=env,
+                    text=True,
                 ).split()
                 results[label].append((float(line[0]), float(line[1])))
     best = {k: max(r for r, _ in v) for k, v in results.items()}

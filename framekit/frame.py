@@ -27,6 +27,7 @@ from framekit.judges.base import JudgeLike
 
 OnError = Literal["record", "raise"]
 
+
 class EvaluationFailed(FramekitError):
     """``on_error="raise"`` and at least one row failed; ``.frame`` holds every result."""
 

@@ -77,7 +77,9 @@ def features(rows: list[dict[str, Any]], embedder: LocalEmbedder) -> dict[str, n
     unique = sorted({s for group in sentences for s in group})
     vec = dict(zip(unique, embedder.embed(unique)))
     return {
-        "consecutive": np.array([coherence_similarity(np.stack([vec[s] for s in g])) for g in sentences]),
+        "consecutive": np.array(
+            [coherence_similarity(np.stack([vec[s] for s in g])) for g in sentences]
+        ),
         "focus": np.array([lc.focus(np.stack([vec[s] for s in g])) for g in sentences]),
         "repetition": np.array([lc.repetition(r["summary"]) for r in rows]),
     }
@@ -126,7 +128,11 @@ def calibrate(rows: list[dict[str, Any]], embedder: LocalEmbedder) -> dict[str, 
     for half in (0, 1):
         train = np.isin(docs, articles[half::2])
         held = expected(feats, fit(feats, ratings, train))
-        split.append(round(float(summary_level_spearman(held[~train], ratings[~train], docs[~train]).mean()), 4))
+        split.append(
+            round(
+                float(summary_level_spearman(held[~train], ratings[~train], docs[~train]).mean()), 4
+            )
+        )
     figure = measured["fit_labelled_score"]["spearman"]
     return {
         "source": "SummEval dev half (Fabbri et al. 2021): 50 articles x 16 summaries, "

@@ -35,9 +35,7 @@ RELEVANCE = {
 
 def build() -> pl.DataFrame:
     sample = pl.read_parquet(SOURCE).sort("conversation_id")
-    parts = [
-        sample.filter(pl.col("expected_quality") == kind).head(n) for kind, n in TAKE.items()
-    ]
+    parts = [sample.filter(pl.col("expected_quality") == kind).head(n) for kind, n in TAKE.items()]
     rows = pl.concat(parts).sort("conversation_id")
     return rows.select(
         "conversation_id",

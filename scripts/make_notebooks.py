@@ -37,7 +37,7 @@ SCORE_TRACES = [
     ),
     new_code_cell(SETUP),
     new_markdown_cell(
-        "## Load the export\n\n`level=\"trace\"` gives one row per trace: the last user "
+        '## Load the export\n\n`level="trace"` gives one row per trace: the last user '
         "turn as `input`, the answer as `output`, earlier turns as `history`, and the "
         "retrieved documents as `context`."
     ),
@@ -80,7 +80,7 @@ SCORE_TRACES = [
         ").head(5)"
     ),
     new_markdown_cell(
-        "## Score each retrieval step\n\n`level=\"span\"` gives one row per retriever, "
+        '## Score each retrieval step\n\n`level="span"` gives one row per retriever, '
         "reranker or tool span, with the user's request as `input`."
     ),
     new_code_cell(
@@ -177,7 +177,7 @@ COMPARE_RETRIEVAL = [
     ),
     new_markdown_cell(
         "## Paired comparison\n\nThe same question appears under both strategies, so "
-        "`on=\"question_id\"` pairs the rows and tests the per-question differences."
+        '`on="question_id"` pairs the rows and tests the per-question differences.'
     ),
     new_code_cell(
         'comparison = fk.compare(scored, by="strategy", on="question_id")\n'
@@ -266,7 +266,7 @@ JUDGE_AGREEMENT = [
         'recall at a precision you name: `target=("precision", 0.9)`).'
     ),
     new_code_cell(
-        "calibration = fk.calibrate(scored, human=\"human_relevance\", evaluator=\"response_relevance\",\n"
+        'calibration = fk.calibrate(scored, human="human_relevance", evaluator="response_relevance",\n'
         "                           rubric=ResponseRelevance())\n"
         "print(calibration)\n"
         "calibration.table"
@@ -286,7 +286,7 @@ JUDGE_AGREEMENT = [
         "bar: `framekit gate scored.parquet --min-pass-rate response_relevance=0.5`."
     ),
     new_code_cell(
-        "result = fk.gate(calibrated, min_pass_rate={\"response_relevance\": 0.5})\n"
+        'result = fk.gate(calibrated, min_pass_rate={"response_relevance": 0.5})\n'
         "print(result.describe())\n"
         "result.table"
     ),
@@ -303,7 +303,11 @@ def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
     notebook = new_notebook(cells=cells)
     for i, cell in enumerate(notebook.cells):
         cell.id = f"cell-{i:02d}"  # stable ids: regenerating gives the same file
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     path = ROOT / name
     ROOT.mkdir(exist_ok=True)
     nbformat.write(notebook, path)
@@ -311,8 +315,11 @@ def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
 
 
 def main() -> None:
-    for name, cells in (("01_score_traces.ipynb", SCORE_TRACES), ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
-                        ("03_judge_agreement.ipynb", JUDGE_AGREEMENT)):
+    for name, cells in (
+        ("01_score_traces.ipynb", SCORE_TRACES),
+        ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
+        ("03_judge_agreement.ipynb", JUDGE_AGREEMENT),
+    ):
         print(write(name, cells))
 
 

@@ -15,7 +15,9 @@ pytest_plugins = ["framekit.testing.pytest_plugin"]
 
 
 @pytest.fixture(autouse=True)
-def _isolated_cache_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _isolated_cache_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """No test writes to the user's real cache directory."""
     monkeypatch.setenv("FRAMEKIT_CACHE_DIR", str(tmp_path_factory.mktemp("default-cache")))
 

@@ -196,9 +196,7 @@ def test_kappa_interval_covers_the_true_value_at_about_95_percent():
 
 
 def test_between_two_label_columns_counts_matches_without_an_order():
-    df = pl.DataFrame(
-        {"a_label": ["x", "y", "y", "x"], "b_label": ["x", "y", "x", "x"]}
-    )
+    df = pl.DataFrame({"a_label": ["x", "y", "y", "x"], "b_label": ["x", "y", "x", "x"]})
     row = fk.agreement(df, between=("a_label", "b_label"), n_resamples=50).row(0, named=True)
     # p_o = 3/4; p_e = (2*3 + 2*1) / 16 = 0.5 -> kappa 0.5; unordered: no weighted kappa.
     assert row["confusion"] == [[2, 0], [1, 1]]

@@ -220,12 +220,34 @@ def test_processes_flag_scores_through_worker_processes_that_exit_with_the_comma
     tmp_path, rag_parquet, judge_simulator
 ):
     mark = f"framekit-cli-test-{os.getpid()}"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "FRAMEKIT_API_KEY": "sk-test", "FRAMEKIT_TEST_MARK": mark}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FRAMEKIT_API_KEY": "sk-test",
+        "FRAMEKIT_TEST_MARK": mark,
+    }
     env.pop("FRAMEKIT_JUDGE", None)
     command = framekit_command(
-        "evaluate", "runs.parquet", "-e", "retrieval_relevance", "--map", "input=question",
-        "--map", "context=docs", "--judge", "openai/sim", "--api-base", judge_simulator.api_base,
-        "--processes", "2", "--no-cache", "-o", "scored.parquet", "-q", "--max-failures", "1",
+        "evaluate",
+        "runs.parquet",
+        "-e",
+        "retrieval_relevance",
+        "--map",
+        "input=question",
+        "--map",
+        "context=docs",
+        "--judge",
+        "openai/sim",
+        "--api-base",
+        judge_simulator.api_base,
+        "--processes",
+        "2",
+        "--no-cache",
+        "-o",
+        "scored.parquet",
+        "-q",
+        "--max-failures",
+        "1",
     )
     proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()

@@ -29,23 +29,34 @@ RESULT_DTYPES = {
 def test_duplicate_rows_are_sent_once(judge_simulator, tmp_path):
     df = retrieval_frame(1000, distinct=10)
     out = fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert judge_simulator.stats()["chat"] == 10
     assert out.height == 1000
     assert out["retrieval_relevance_score"].null_count() == 0
     # Rows with the same record get the same verdict.
-    per_record = out.group_by(pl.col("question")).agg(pl.col("retrieval_relevance_label").n_unique())
+    per_record = out.group_by(pl.col("question")).agg(
+        pl.col("retrieval_relevance_label").n_unique()
+    )
     assert per_record["retrieval_relevance_label"].max() == 1
 
 
 def test_rerun_sends_no_requests_and_gives_identical_scores(judge_simulator, tmp_path):
     df = retrieval_frame(50)
     judge = sim_judge(judge_simulator)
-    first = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False)
+    first = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False
+    )
     sent = judge_simulator.stats()["chat"]
     assert sent == 50
-    second = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False)
+    second = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False
+    )
     assert judge_simulator.stats()["chat"] == sent
     assert second.equals(first)
     assert fk.last_run().cache_hits == 50 and fk.last_run().requests_sent == 0
@@ -54,7 +65,12 @@ def test_rerun_sends_no_requests_and_gives_identical_scores(judge_simulator, tmp
 def test_labels_follow_the_judge_and_map_to_scores(judge_simulator, tmp_path):
     df = pl.concat([retrieval_frame(3, label="relevant"), retrieval_frame(2, label="irrelevant")])
     out = fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert out["retrieval_relevance_label"].to_list() == ["relevant"] * 3 + ["irrelevant"] * 2
     assert out["retrieval_relevance_score"].to_list() == [1.0] * 3 + [0.0] * 2
@@ -65,7 +81,12 @@ def test_labels_follow_the_judge_and_map_to_scores(judge_simulator, tmp_path):
 def test_output_keeps_columns_order_and_dtypes(judge_simulator, tmp_path):
     df = retrieval_frame(20).sample(fraction=1.0, shuffle=True, seed=3)
     out = fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert out.columns == [*df.columns, *RESULT_DTYPES]
     assert out["row_id"].to_list() == df["row_id"].to_list()
@@ -75,12 +96,28 @@ def test_output_keeps_columns_order_and_dtypes(judge_simulator, tmp_path):
 def test_details_columns(judge_simulator, tmp_path):
     df = retrieval_frame(4)
     judge = sim_judge(judge_simulator)
-    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False, details=True)
+    out = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=tmp_path,
+        progress=False,
+        details=True,
+    )
     assert out.schema["retrieval_relevance_tokens"] == pl.Int64
     assert out.schema["retrieval_relevance_cost_usd"] == pl.Float64
     assert out["retrieval_relevance_cached"].to_list() == [False] * 4
     assert (out["retrieval_relevance_tokens"] > 0).all()
-    again = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False, details=True)
+    again = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge,
+        cache=tmp_path,
+        progress=False,
+        details=True,
+    )
     assert again["retrieval_relevance_cached"].to_list() == [True] * 4
 
 
@@ -88,7 +125,12 @@ def test_pandas_in_pandas_out_with_index_kept(judge_simulator, tmp_path):
     pdf = retrieval_frame(6).to_pandas()
     pdf.index = [f"r{i}" for i in range(5, -1, -1)]
     out = fk.evaluate_dataframe(
-        pdf, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        pdf,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert isinstance(out, pd.DataFrame)
     assert list(out.index) == list(pdf.index)
@@ -111,7 +153,12 @@ def test_other_inputs_give_polars(kind, judge_simulator, tmp_path):
         con = duckdb.connect()
         data = con.sql("select * from df order by row_id")
     out = fk.evaluate_dataframe(
-        data, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        data,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert isinstance(out, pl.DataFrame)
     assert out["row_id"].to_list() == list(range(5))
@@ -119,7 +166,9 @@ def test_other_inputs_give_polars(kind, judge_simulator, tmp_path):
 
 
 def test_mapping_by_expression_and_callable(judge_simulator, tmp_path):
-    df = pl.DataFrame({"q": ["What is item 1?", "What is item 2?"], "d": ["Item 1 is a thing.", "Item 2."]})
+    df = pl.DataFrame(
+        {"q": ["What is item 1?", "What is item 2?"], "d": ["Item 1 is a thing.", "Item 2."]}
+    )
     out = fk.evaluate_dataframe(
         df,
         [RetrievalRelevance()],
@@ -137,8 +186,12 @@ def test_missing_column_fails_before_any_request(judge_simulator, tmp_path):
     df = retrieval_frame(3)
     with pytest.raises(fk.MappingError) as info:
         fk.evaluate_dataframe(
-            df, [RetrievalRelevance()], {"input": "question", "context": "documents"},
-            judge=sim_judge(judge_simulator), cache=tmp_path, progress=False,
+            df,
+            [RetrievalRelevance()],
+            {"input": "question", "context": "documents"},
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
         )
     message = str(info.value)
     assert "'documents'" in message and "'docs'" in message and "'question'" in message
@@ -148,25 +201,52 @@ def test_missing_column_fails_before_any_request(judge_simulator, tmp_path):
 def test_unmapped_required_field_names_field_and_evaluator(judge_simulator, tmp_path):
     df = retrieval_frame(3)
     with pytest.raises(fk.MappingError, match=r"retrieval_relevance.*'context'"):
-        fk.evaluate_dataframe(df, [RetrievalRelevance()], {"input": "question"},
-                              judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+        fk.evaluate_dataframe(
+            df,
+            [RetrievalRelevance()],
+            {"input": "question"},
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
+        )
     assert judge_simulator.stats()["total"] == 0
 
 
 def test_null_field_fails_only_that_row(judge_simulator, tmp_path):
-    df = pl.DataFrame({"question": ["What is item 1?", None, "What is item 3?"], "docs": [["a"], ["b"], []]})
-    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+    df = pl.DataFrame(
+        {"question": ["What is item 1?", None, "What is item 3?"], "docs": [["a"], ["b"], []]}
+    )
+    out = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
+    )
     assert out["retrieval_relevance_error"].to_list() == [None, "field 'input' is null", None]
     assert out["retrieval_relevance_score"][0] is not None
     # An empty retrieval is not a failure: irrelevant 0, without a call.
-    assert (out["retrieval_relevance_score"][2], out["retrieval_relevance_label"][2]) == (0.0, "irrelevant")
-    assert out["retrieval_relevance_score"][1] is None and out["retrieval_relevance_passed"][1] is None
+    assert (out["retrieval_relevance_score"][2], out["retrieval_relevance_label"][2]) == (
+        0.0,
+        "irrelevant",
+    )
+    assert (
+        out["retrieval_relevance_score"][1] is None and out["retrieval_relevance_passed"][1] is None
+    )
     assert judge_simulator.stats()["chat"] == 1
 
 
 def test_empty_frame_returns_typed_columns_without_requests(judge_simulator, tmp_path):
     df = retrieval_frame(0)
-    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+    out = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
+    )
     assert out.height == 0
     assert {c: out.schema[c] for c in RESULT_DTYPES} == RESULT_DTYPES
     assert judge_simulator.stats()["total"] == 0
@@ -175,44 +255,92 @@ def test_empty_frame_returns_typed_columns_without_requests(judge_simulator, tmp
 def test_existing_result_columns_need_overwrite(judge_simulator, tmp_path):
     df = retrieval_frame(2).with_columns(retrieval_relevance_score=pl.lit(0.3))
     with pytest.raises(fk.InputError, match="overwrite=True"):
-        fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
-    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False, overwrite=True)
+        fk.evaluate_dataframe(
+            df,
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
+        )
+    out = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
+        overwrite=True,
+    )
     assert out.columns.count("retrieval_relevance_score") == 1
     assert out["retrieval_relevance_score"].null_count() == 0
 
 
 def test_two_evaluators_with_one_name_is_an_error():
     with pytest.raises(fk.InputError, match="named 'retrieval_relevance'"):
-        fk.evaluate_dataframe(retrieval_frame(1), [RetrievalRelevance(), RetrievalRelevance()], MAPPING, cache=False)
+        fk.evaluate_dataframe(
+            retrieval_frame(1), [RetrievalRelevance(), RetrievalRelevance()], MAPPING, cache=False
+        )
 
 
 def test_works_inside_a_running_event_loop(judge_simulator, tmp_path):
     async def notebook_cell() -> pl.DataFrame:
         # As in Jupyter: a loop is already running when the sync API is called.
-        return fk.evaluate_dataframe(retrieval_frame(3), [RetrievalRelevance()], MAPPING,
-                                     judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+        return fk.evaluate_dataframe(
+            retrieval_frame(3),
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
+        )
 
     out = asyncio.run(notebook_cell())
     assert out["retrieval_relevance_score"].null_count() == 0
 
 
 def test_async_api(judge_simulator, tmp_path):
-    out = asyncio.run(fk.aevaluate_dataframe(retrieval_frame(3), [RetrievalRelevance()], MAPPING,
-                                             judge=sim_judge(judge_simulator), cache=tmp_path, progress=False))
+    out = asyncio.run(
+        fk.aevaluate_dataframe(
+            retrieval_frame(3),
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
+        )
+    )
     assert out["retrieval_relevance_score"].null_count() == 0
 
 
 def test_on_error_raise_names_row_and_keeps_results(judge_simulator, tmp_path):
-    df = pl.DataFrame({"question": ["ok @sim(label=relevant)", "bad @sim(fault=refusal)"], "docs": ["a", "b"]})
-    with pytest.raises(fk.EvaluationFailed, match=r"row 1, retrieval_relevance: judge refused") as info:
-        fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator),
-                              cache=tmp_path, progress=False, on_error="raise")
+    df = pl.DataFrame(
+        {"question": ["ok @sim(label=relevant)", "bad @sim(fault=refusal)"], "docs": ["a", "b"]}
+    )
+    with pytest.raises(
+        fk.EvaluationFailed, match=r"row 1, retrieval_relevance: judge refused"
+    ) as info:
+        fk.evaluate_dataframe(
+            df,
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=sim_judge(judge_simulator),
+            cache=tmp_path,
+            progress=False,
+            on_error="raise",
+        )
     assert info.value.frame["retrieval_relevance_score"][0] == 1.0
 
 
 def test_progress_bar_and_summary_line(judge_simulator, tmp_path, capsys):
-    fk.evaluate_dataframe(retrieval_frame(30, distinct=3), [RetrievalRelevance()], MAPPING,
-                          judge=sim_judge(judge_simulator), cache=tmp_path, progress=True)
+    fk.evaluate_dataframe(
+        retrieval_frame(30, distinct=3),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=True,
+    )
     err = capsys.readouterr().err
     assert "done=30" in err and "failed=0" in err
     assert "3 requests sent, 0 cache hits, 0 failed" in err
@@ -221,28 +349,54 @@ def test_progress_bar_and_summary_line(judge_simulator, tmp_path, capsys):
 
 def test_score_one_record(judge_simulator, tmp_path):
     ev = RetrievalRelevance()
-    score = ev.score(input="What is item 1? @sim(label=relevant)", context=["Item 1."],
-                     judge=sim_judge(judge_simulator), cache=tmp_path)
+    score = ev.score(
+        input="What is item 1? @sim(label=relevant)",
+        context=["Item 1."],
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+    )
     assert (score.value, score.label, score.passed) == (1.0, "relevant", True)
     assert score.metadata["judge"] == "openai/sim-judge"
     empty = ev.score(input="q", context=[], judge=sim_judge(judge_simulator), cache=tmp_path)
-    assert (empty.value, empty.label, empty.explanation) == (0.0, "irrelevant", "no documents were retrieved")
+    assert (empty.value, empty.label, empty.explanation) == (
+        0.0,
+        "irrelevant",
+        "no documents were retrieved",
+    )
     assert judge_simulator.stats()["chat"] == 1
 
 
 def test_config_override_judge_concurrency_is_respected(simulator_factory, tmp_path):
     sim = simulator_factory(SimulatorConfig(latency=0.05))
-    fk.evaluate_dataframe(retrieval_frame(24), [RetrievalRelevance()], MAPPING,
-                          judge=sim_judge(sim, concurrency=3), cache=tmp_path, progress=False)
+    fk.evaluate_dataframe(
+        retrieval_frame(24),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(sim, concurrency=3),
+        cache=tmp_path,
+        progress=False,
+    )
     assert sim.stats()["max_in_flight"] <= 3
 
 
-def test_progress_callable_is_told_of_every_evaluation_and_nothing_is_printed(judge_simulator, tmp_path, capsys):
+def test_progress_callable_is_told_of_every_evaluation_and_nothing_is_printed(
+    judge_simulator, tmp_path, capsys
+):
     events: list[tuple[int, str]] = []
-    df = pl.concat([retrieval_frame(4, distinct=2, label="relevant"),
-                    pl.DataFrame({"row_id": [9], "question": ["q @sim(fault=refusal)"], "docs": [["d"]]})])
-    fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator),
-                          cache=tmp_path, progress=lambda n, kind: events.append((n, kind)))
+    df = pl.concat(
+        [
+            retrieval_frame(4, distinct=2, label="relevant"),
+            pl.DataFrame({"row_id": [9], "question": ["q @sim(fault=refusal)"], "docs": [["d"]]}),
+        ]
+    )
+    fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=lambda n, kind: events.append((n, kind)),
+    )
     assert sum(n for n, _ in events) == 5
     assert {kind for _, kind in events} == {"done", "failed"}
     assert capsys.readouterr().err == ""
@@ -280,6 +434,8 @@ def test_summary_names_the_transport_the_calls_went_through(judge_simulator):
     for transport in ("http", "litellm"):
         judge = sim_judge(judge_simulator, transport=transport)
         assert judge.transport == transport
-        fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=False, progress=False)
+        fk.evaluate_dataframe(
+            df, [RetrievalRelevance()], MAPPING, judge=judge, cache=False, progress=False
+        )
         assert fk.last_run().transports == [transport]
         assert fk.last_run().summary().splitlines()[0].endswith(f"(via {transport})")

@@ -26,17 +26,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _run(df, sim, tmp_path, **judge_options):
     return fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=sim_judge(sim, **judge_options),
-        cache=tmp_path / "cache", progress=False,
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(sim, **judge_options),
+        cache=tmp_path / "cache",
+        progress=False,
     )
 
 
 def test_malformed_null_and_refusal_are_named_per_row(judge_simulator, tmp_path):
-    df = pl.DataFrame({
-        "question": ["fine @sim(label=relevant)", "a @sim(fault=malformed)", "b @sim(fault=null)",
-                     "c @sim(fault=refusal)", "fine too @sim(label=irrelevant)"],
-        "docs": ["x"] * 5,
-    })
+    df = pl.DataFrame(
+        {
+            "question": [
+                "fine @sim(label=relevant)",
+                "a @sim(fault=malformed)",
+                "b @sim(fault=null)",
+                "c @sim(fault=refusal)",
+                "fine too @sim(label=irrelevant)",
+            ],
+            "docs": ["x"] * 5,
+        }
+    )
     out = _run(df, judge_simulator, tmp_path)
     errors = out["retrieval_relevance_error"].to_list()
     assert errors[0] is None and errors[4] is None
@@ -51,7 +62,9 @@ def test_malformed_null_and_refusal_are_named_per_row(judge_simulator, tmp_path)
 def test_label_outside_rubric_is_reasked_then_recorded(judge_simulator, tmp_path):
     df = pl.DataFrame({"question": ["q @sim(label=maybe)"], "docs": ["x"]})
     out = _run(df, judge_simulator, tmp_path)
-    assert out["retrieval_relevance_error"][0].startswith("judge answered label 'maybe', not one of")
+    assert out["retrieval_relevance_error"][0].startswith(
+        "judge answered label 'maybe', not one of"
+    )
     assert judge_simulator.stats()["chat"] == 3
     reask = judge_simulator.requests[-1]["messages"][-1]["content"]
     assert "relevant, irrelevant" in reask
@@ -64,7 +77,9 @@ def test_label_is_matched_case_insensitively(judge_simulator, tmp_path):
 
 
 def test_transient_errors_are_retried_until_success(judge_simulator, tmp_path):
-    df = pl.DataFrame({"question": ["q @sim(fault=500, first=2) @sim(label=relevant)"], "docs": ["x"]})
+    df = pl.DataFrame(
+        {"question": ["q @sim(fault=500, first=2) @sim(label=relevant)"], "docs": ["x"]}
+    )
     out = _run(df, judge_simulator, tmp_path)
     assert out["retrieval_relevance_score"][0] == 1.0
     assert judge_simulator.stats()["by_status"] == {500: 2, 200: 1}
@@ -127,8 +142,15 @@ def test_unauthorised_stops_the_run_without_retry_storm(simulator_factory, tmp_p
 def test_api_key_never_reaches_cache_or_output(simulator_factory, tmp_path):
     sim = simulator_factory(error_500_rate=0.3, refusal_rate=0.1, seed=1)
     df = retrieval_frame(40)
-    out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=sim_judge(sim, max_retries=1),
-                                cache=tmp_path / "cache", progress=False, details=True)
+    out = fk.evaluate_dataframe(
+        df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(sim, max_retries=1),
+        cache=tmp_path / "cache",
+        progress=False,
+        details=True,
+    )
     assert out["retrieval_relevance_error"].null_count() < 40  # some rows failed
     secret = API_KEY.encode()
     for path in (tmp_path / "cache").rglob("*"):
@@ -159,7 +181,11 @@ def test_sigkill_halfway_then_rerun_pays_at_most_in_flight_twice(simulator_facto
     sim = simulator_factory(latency=0.02)
     cache = tmp_path / "cache"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT], cwd=ROOT, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_SCRIPT, sim.api_base, str(cache), helpers.TRANSPORT],
+        cwd=ROOT,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while sim.stats()["by_status"].get(200, 0) < 100:
         assert proc.poll() is None, "the run finished before it could be killed"

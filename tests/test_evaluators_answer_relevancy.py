@@ -23,7 +23,9 @@ def sim_judge(sim: Any) -> fk.Judge:
 def test_relevant_answer_scores_above_off_topic_with_api_embeddings(judge_simulator, tmp_path):
     df = pl.DataFrame({"input": [QUESTION, QUESTION], "output": [RELEVANT, OFF_TOPIC]})
     ev = AnswerRelevancy(embedding_model=EMBED)
-    out = fk.evaluate_dataframe(df, [ev], judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+    out = fk.evaluate_dataframe(
+        df, [ev], judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+    )
     relevant, off_topic = out["answer_relevancy_score"].to_list()
     assert 0.7 <= relevant <= 1.0 and 0.0 <= off_topic < 0.5
     assert out["answer_relevancy_passed"].to_list() == [True, False]
@@ -43,7 +45,9 @@ def test_relevant_answer_scores_above_off_topic_with_api_embeddings(judge_simula
 
     # Embeddings are cached like completions: a rerun calls nothing.
     judge_simulator.reset()
-    again = fk.evaluate_dataframe(df, [ev], judge=sim_judge(judge_simulator), cache=tmp_path, progress=False)
+    again = fk.evaluate_dataframe(
+        df, [ev], judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+    )
     assert judge_simulator.stats()["total"] == 0
     assert again.equals(out)
 
@@ -68,7 +72,9 @@ def test_relevant_answer_scores_above_off_topic_with_the_offline_embedder(judge_
 def test_strict_mode_zeroes_answers_to_another_question_not_noncommittal_ones(judge_simulator):
     judge = sim_judge(judge_simulator)
     hedge = "I am not sure, Paris may be the capital of France. @sim(noncommittal=true)"
-    lenient = AnswerRelevancy(embedding_model=EMBED).score(input=QUESTION, output=hedge, judge=judge, cache=False)
+    lenient = AnswerRelevancy(embedding_model=EMBED).score(
+        input=QUESTION, output=hedge, judge=judge, cache=False
+    )
     strict = AnswerRelevancy(embedding_model=EMBED, strict_mode=True).score(
         input=QUESTION, output=hedge, judge=judge, cache=False
     )
@@ -98,12 +104,19 @@ def test_strict_mode_zeroes_answers_to_another_question_not_noncommittal_ones(ju
     assert committed.label == "committal" and committed.value > 0.7
 
     # Strict mode shows the request (for the flag) and asks for it in the schema.
-    bodies = [r for r in judge_simulator.requests if "messages" in r and r["messages"][0]["content"].startswith("You read")]
+    bodies = [
+        r
+        for r in judge_simulator.requests
+        if "messages" in r and r["messages"][0]["content"].startswith("You read")
+    ]
     strict_body = bodies[-1]
     assert QUESTION in strict_body["messages"][1]["content"]
     schema = strict_body["response_format"]["json_schema"]["schema"]
     assert list(schema["properties"]) == ["questions", "noncommittal", "different_question"]
-    assert "different_question" not in bodies[0]["response_format"]["json_schema"]["schema"]["properties"]
+    assert (
+        "different_question"
+        not in bodies[0]["response_format"]["json_schema"]["schema"]["properties"]
+    )
 
 
 def test_n_questions_sets_the_schema_and_passed_flips_at_the_threshold(judge_simulator, tmp_path):
@@ -126,7 +139,9 @@ def test_n_questions_sets_the_schema_and_passed_flips_at_the_threshold(judge_sim
 def test_empty_fields_raise_without_a_call_and_options_are_checked(judge_simulator):
     judge = sim_judge(judge_simulator)
     with pytest.raises(ValueError, match="'output' is empty"):
-        AnswerRelevancy(embedding_model=EMBED).score(input=QUESTION, output=" ", judge=judge, cache=False)
+        AnswerRelevancy(embedding_model=EMBED).score(
+            input=QUESTION, output=" ", judge=judge, cache=False
+        )
     assert judge_simulator.stats()["total"] == 0
     with pytest.raises(fk.InputError, match="n_questions"):
         AnswerRelevancy(n_questions=0)

@@ -47,7 +47,12 @@ def test_history_alone_judges_the_last_turn_with_tool_steps_in_order(factory, ju
     df = pl.DataFrame({"messages": [WEATHER_CHAT]})
     ev = factory()
     out = fk.evaluate_dataframe(
-        df, [ev], {"history": "messages"}, judge=sim_judge(judge_simulator), cache=False, progress=False
+        df,
+        [ev],
+        {"history": "messages"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     assert out[f"{ev.name}_label"].to_list() == ["Generally Yes"]
     assert out[f"{ev.name}_score"].to_list() == [0.75]
@@ -76,8 +81,12 @@ def test_polars_struct_messages_with_null_keys_render_like_dicts(judge_simulator
     df = pl.DataFrame({"messages": [WEATHER_CHAT, WEATHER_CHAT[:3]]})
     assert isinstance(df.schema["messages"], pl.List)
     out = fk.evaluate_dataframe(
-        df, [ResponseRelevance()], {"history": "messages"},
-        judge=sim_judge(judge_simulator), cache=False, progress=False,
+        df,
+        [ResponseRelevance()],
+        {"history": "messages"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     assert out["response_relevance_error"].to_list() == [None, None]
     prompts = [r["messages"][1]["content"] for r in judge_simulator.requests]
@@ -95,8 +104,12 @@ def test_explicit_input_and_output_win_and_are_not_repeated_in_history(judge_sim
         {"q": ["What's the weather in Paris today?"], "a": [final], "messages": [WEATHER_CHAT]}
     )
     fk.evaluate_dataframe(
-        df, [Coherence()], {"input": "q", "output": "a", "history": "messages"},
-        judge=sim_judge(judge_simulator), cache=False, progress=False,
+        df,
+        [Coherence()],
+        {"input": "q", "output": "a", "history": "messages"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     prompt = judge_simulator.requests[0]["messages"][1]["content"]
     assert prompt.count("sunny in Paris.") == 1
@@ -135,8 +148,12 @@ def test_history_that_cannot_supply_the_turn_fails_only_that_row(judge_simulator
         }
     )
     out = fk.evaluate_dataframe(
-        df, [ResponseRelevance()], {"history": "messages"},
-        judge=sim_judge(judge_simulator), cache=False, progress=False,
+        df,
+        [ResponseRelevance()],
+        {"history": "messages"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     errors = out["response_relevance_error"].to_list()
     assert errors[0] is None
@@ -150,12 +167,21 @@ def test_without_history_the_design_fields_are_required(judge_simulator):
     df = pl.DataFrame({"answer": ["x"]})
     with pytest.raises(fk.MappingError, match="needs field 'input'"):
         fk.evaluate_dataframe(
-            df, [ResponseRelevance()], {"output": "answer"},
-            judge=sim_judge(judge_simulator), cache=False, progress=False,
+            df,
+            [ResponseRelevance()],
+            {"output": "answer"},
+            judge=sim_judge(judge_simulator),
+            cache=False,
+            progress=False,
         )
     # Coherence needs only the output.
     out = fk.evaluate_dataframe(
-        df, [Coherence()], {"output": "answer"}, judge=sim_judge(judge_simulator), cache=False, progress=False
+        df,
+        [Coherence()],
+        {"output": "answer"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     assert out["coherence_error"].to_list() == [None]
     prompt = judge_simulator.requests[0]["messages"][1]["content"]

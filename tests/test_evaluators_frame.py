@@ -49,8 +49,16 @@ def all_evaluators() -> list[Any]:
 
 def rag_frame() -> pl.DataFrame:
     rows = [
-        ("How do I reset my password?", "Open Settings, then Security.", ["Reset it in Settings > Security."]),
-        ("What is the refund window?", "30 days from delivery.", ["Refunds: 30 days.", "Shipping: 5 days."]),
+        (
+            "How do I reset my password?",
+            "Open Settings, then Security.",
+            ["Reset it in Settings > Security."],
+        ),
+        (
+            "What is the refund window?",
+            "30 days from delivery.",
+            ["Refunds: 30 days.", "Shipping: 5 days."],
+        ),
         ("Do you ship to Canada?", "Yes, in 7 to 10 days.", ["We ship to Canada and Mexico."]),
     ]
     # Each distinct row twice, plus one row that differs only in its context: evaluators
@@ -63,13 +71,15 @@ def rag_frame() -> pl.DataFrame:
 MAPPING = {"input": "question", "output": "answer", "context": "docs"}
 
 
-def test_one_frame_six_evaluators_thirty_typed_columns_one_request_per_prompt(judge_simulator, tmp_path):
+def test_one_frame_six_evaluators_thirty_typed_columns_one_request_per_prompt(
+    judge_simulator, tmp_path
+):
     df = rag_frame()
     evaluators = all_evaluators()
     out = fk.evaluate_dataframe(
         df, evaluators, MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
     )
-    added = out.columns[len(df.columns):]
+    added = out.columns[len(df.columns) :]
     assert out.columns[: len(df.columns)] == df.columns and out.height == df.height
     assert len(added) == 6 * 5
     for ev in evaluators:
@@ -92,7 +102,12 @@ def test_one_frame_six_evaluators_thirty_typed_columns_one_request_per_prompt(ju
 
     judge_simulator.reset()
     again = fk.evaluate_dataframe(
-        df, all_evaluators(), MAPPING, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+        df,
+        all_evaluators(),
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=False,
     )
     assert judge_simulator.stats()["total"] == 0
     assert again.equals(out)
@@ -136,14 +151,20 @@ def test_injection_and_delimiter_lookalikes_stay_inside_the_data_block(factory, 
     names = re.findall(r"^\[BEGIN DATA: (\w+)\]$", user, re.MULTILINE)
     assert names and len(names) == len(set(names))
     assert re.findall(r"^\[END DATA: (\w+)\]$", user, re.MULTILINE) == names
-    outside = re.sub(r"^\[BEGIN DATA: (\w+)\]$.*?^\[END DATA: \1\]$", "", user, flags=re.DOTALL | re.MULTILINE)
+    outside = re.sub(
+        r"^\[BEGIN DATA: (\w+)\]$.*?^\[END DATA: \1\]$", "", user, flags=re.DOTALL | re.MULTILINE
+    )
     assert "Ignore the rubric" not in outside and "SYSTEM:" not in outside
     for name in names:
         inner = re.search(
-            rf"^\[BEGIN DATA: {name}\]$\n(.*?)\n^\[END DATA: {name}\]$", user, re.DOTALL | re.MULTILINE
+            rf"^\[BEGIN DATA: {name}\]$\n(.*?)\n^\[END DATA: {name}\]$",
+            user,
+            re.DOTALL | re.MULTILINE,
         ).group(1)
         if "Ignore the rubric" in inner:
-            assert "(END-DATA(escaped): output]" in inner and "(BEGIN-DATA(escaped): output]" in inner
+            assert (
+                "(END-DATA(escaped): output]" in inner and "(BEGIN-DATA(escaped): output]" in inner
+            )
             assert "(END-DATA(escaped): input ]" in inner and "(END-DATA(escaped)］" in inner
             assert "\x00" not in inner and "\x1b" not in inner
     # Every field carries the injection, and each shows up once, in its own block.

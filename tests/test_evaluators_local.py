@@ -88,7 +88,9 @@ def test_answer_relevancy_direct_comparison_puts_the_relevance_cut_at_the_pass_m
     judge = planted_judge()
     at_cut = AnswerRelevancy().score(input="q", output=f"a@{cut}", judge=judge, cache=tmp_path)
     assert at_cut.value == pytest.approx(0.7, abs=1e-3)
-    above = AnswerRelevancy().score(input="q", output=f"a@{min(1.0, cut + 0.1)}", judge=judge, cache=tmp_path)
+    above = AnswerRelevancy().score(
+        input="q", output=f"a@{min(1.0, cut + 0.1)}", judge=judge, cache=tmp_path
+    )
     below = AnswerRelevancy().score(input="q", output=f"a@{cut - 0.1}", judge=judge, cache=tmp_path)
     assert below.value < 0.7 <= at_cut.value + 1e-3 < above.value + 1e-3
     assert (below.passed, above.passed) == (False, True)
@@ -104,10 +106,14 @@ def test_coherence_single_sentence_has_nothing_to_stray_from(tmp_path):
 def test_coherence_falls_with_a_sentence_off_topic_and_with_repetition(tmp_path):
     # "q"-like sentences all embed to e1 (focus 1.0); a planted sentence pulls focus down.
     judge = planted_judge()
-    smooth = Coherence().score(output="First point. Second point. Third point.", judge=judge, cache=tmp_path)
+    smooth = Coherence().score(
+        output="First point. Second point. Third point.", judge=judge, cache=tmp_path
+    )
     assert smooth.label == "Completely Yes"
     assert "focus 1.000, repeated trigrams 0.000" in smooth.explanation
-    jumpy = Coherence().score(output="First point.\na@-0.5\nThird point.", judge=judge, cache=tmp_path)
+    jumpy = Coherence().score(
+        output="First point.\na@-0.5\nThird point.", judge=judge, cache=tmp_path
+    )
     looping = Coherence().score(
         output="It is good. It is good. It is good. It is good.", judge=judge, cache=tmp_path
     )
@@ -120,7 +126,14 @@ def test_offline_coherence_refuses_when_calibration_finds_no_signal(tmp_path, mo
     section = {**lm.CALIBRATION.source["coherence"], "usable": False, "offline_figure": 0.01}
     monkeypatch.setitem(lm.CALIBRATION.source, "coherence", section)
     df = pl.DataFrame({"answer": ["One. Two.", "Three."]})
-    out = fk.evaluate_dataframe(df, [Coherence()], {"output": "answer"}, judge=planted_judge(), cache=tmp_path, progress=False)
+    out = fk.evaluate_dataframe(
+        df,
+        [Coherence()],
+        {"output": "answer"},
+        judge=planted_judge(),
+        cache=tmp_path,
+        progress=False,
+    )
     assert out["coherence_score"].to_list() == [None, None]
     error = out["coherence_error"][0]
     assert "SummEval dev Spearman 0.01" in error and "LLM judge" in error and "\n" not in error
@@ -134,17 +147,35 @@ def test_every_built_in_runs_offline_on_the_real_model(tmp_path):
         {
             "question": ["What is the capital of France?", "What is the capital of France?"],
             "answer": ["Paris is the capital of France.", "Bananas are rich in potassium."],
-            "docs": [["Paris is the capital and largest city of France."], ["Bananas grow in the tropics."]],
+            "docs": [
+                ["Paris is the capital and largest city of France."],
+                ["Bananas grow in the tropics."],
+            ],
         }
     )
-    evaluators = [ResponseRelevance(), Coherence(), AnswerRelevancy(), ContextRelevance(), RetrievalRelevance()]
+    evaluators = [
+        ResponseRelevance(),
+        Coherence(),
+        AnswerRelevancy(),
+        ContextRelevance(),
+        RetrievalRelevance(),
+    ]
     out = fk.evaluate_dataframe(
-        df, evaluators, {"input": "question", "output": "answer", "context": "docs"},
-        judge="local", cache=tmp_path, progress=False,
+        df,
+        evaluators,
+        {"input": "question", "output": "answer", "context": "docs"},
+        judge="local",
+        cache=tmp_path,
+        progress=False,
     )
     for ev in evaluators:
         assert out[f"{ev.name}_error"].null_count() == 2, out[f"{ev.name}_error"].to_list()
-    for name in ("response_relevance", "answer_relevancy", "context_relevance", "retrieval_relevance"):
+    for name in (
+        "response_relevance",
+        "answer_relevancy",
+        "context_relevance",
+        "retrieval_relevance",
+    ):
         on_topic, off_topic = out[f"{name}_score"].to_list()
         assert on_topic >= off_topic, name
     assert out["answer_relevancy_score"][0] > out["answer_relevancy_score"][1]

@@ -36,17 +36,26 @@ CASES: dict[str, tuple[Callable[..., RubricEvaluator], dict[str, float], Callabl
     "response_relevance": (
         ResponseRelevance,
         FIVE_LEVELS,
-        lambda label: {"input": "How do I reset my password?", "output": f"Use Settings. @sim(label={label})"},
+        lambda label: {
+            "input": "How do I reset my password?",
+            "output": f"Use Settings. @sim(label={label})",
+        },
     ),
     "coherence": (
         Coherence,
         FIVE_LEVELS,
-        lambda label: {"input": "Why?", "output": f"Because it rains, the road is wet. @sim(label={label})"},
+        lambda label: {
+            "input": "Why?",
+            "output": f"Because it rains, the road is wet. @sim(label={label})",
+        },
     ),
     "context_relevance": (
         ContextRelevance,
         {"high": 1.0, "medium": 0.5, "low": 0.0},
-        lambda label: {"input": f"Capital of France? @sim(label={label})", "context": ["Paris.", "Rome."]},
+        lambda label: {
+            "input": f"Capital of France? @sim(label={label})",
+            "context": ["Paris.", "Rome."],
+        },
     ),
     "retrieval_relevance": (
         RetrievalRelevance,
@@ -55,7 +64,10 @@ CASES: dict[str, tuple[Callable[..., RubricEvaluator], dict[str, float], Callabl
     ),
     "tone": (
         lambda **kw: ClassificationEvaluator(
-            "tone", "Is this reply polite?\n{output}", {"polite": 1.0, "neutral": 0.5, "rude": 0.0}, **kw
+            "tone",
+            "Is this reply polite?\n{output}",
+            {"polite": 1.0, "neutral": 0.5, "rude": 0.0},
+            **kw,
         ),
         {"polite": 1.0, "neutral": 0.5, "rude": 0.0},
         lambda label: {"output": f"Thanks for asking! @sim(label={label})"},
@@ -64,7 +76,9 @@ CASES: dict[str, tuple[Callable[..., RubricEvaluator], dict[str, float], Callabl
 
 
 @pytest.mark.parametrize("name", list(CASES))
-def test_every_label_maps_to_its_score_and_passed_flips_at_the_threshold(name, judge_simulator, tmp_path):
+def test_every_label_maps_to_its_score_and_passed_flips_at_the_threshold(
+    name, judge_simulator, tmp_path
+):
     factory, choices, row = CASES[name]
     assert factory().choices == choices
     df = pl.DataFrame([row(label) for label in choices])
@@ -88,7 +102,9 @@ def test_every_label_maps_to_its_score_and_passed_flips_at_the_threshold(name, j
 
 
 def test_default_thresholds_match_the_design():
-    assert [ev.threshold for ev in (ResponseRelevance(), Coherence(), ContextRelevance())] == [0.5] * 3
+    assert [ev.threshold for ev in (ResponseRelevance(), Coherence(), ContextRelevance())] == [
+        0.5
+    ] * 3
 
 
 def test_score_one_record_carries_judge_and_template_version(judge_simulator):
@@ -146,7 +162,13 @@ def test_v0_rubrics_stay_selectable_for_earlier_runs():
     for phrase in ("not factual accuracy", "I can't answer that", "Repetition is not penalised"):
         assert phrase in relevance
     coherence = Coherence(version="v0").system_prompt
-    for phrase in ("Contradictions", "earlier turns", "Gaps in logic", "not whether the facts are true", "needs no reasoning"):
+    for phrase in (
+        "Contradictions",
+        "earlier turns",
+        "Gaps in logic",
+        "not whether the facts are true",
+        "needs no reasoning",
+    ):
         assert phrase in coherence
 
 
@@ -158,7 +180,10 @@ def test_unknown_template_version_lists_the_known_ones():
 def test_describe_shows_fields_scale_threshold_and_version():
     text = ResponseRelevance(threshold=0.75).describe()
     assert "required input, output; optional history" in text
-    assert "Not At All 0, Not Generally 0.25, Neutral/Mixed 0.5, Generally Yes 0.75, Completely Yes 1" in text
+    assert (
+        "Not At All 0, Not Generally 0.25, Neutral/Mixed 0.5, Generally Yes 0.75, Completely Yes 1"
+        in text
+    )
     assert ">= 0.75" in text and "version=v1" in text
     assert "high 1, medium 0.5, low 0" in ContextRelevance().describe()
     assert "required output; optional input, history" in Coherence().describe()
@@ -178,8 +203,14 @@ def test_custom_rubric_can_minimize(judge_simulator):
 
 def test_an_empty_or_missing_record_raises_value_error_without_a_call(judge_simulator):
     judge = sim_judge(judge_simulator)
-    empty = ContextRelevance().score(input="Capital of France?", context=[], judge=judge, cache=False)
-    assert (empty.value, empty.label, empty.explanation) == (0.0, "low", "no documents were retrieved")
+    empty = ContextRelevance().score(
+        input="Capital of France?", context=[], judge=judge, cache=False
+    )
+    assert (empty.value, empty.label, empty.explanation) == (
+        0.0,
+        "low",
+        "no documents were retrieved",
+    )
     with pytest.raises(ValueError, match="'input' is empty"):
         ContextRelevance().score(input="  ", context=["Paris."], judge=judge, cache=False)
     with pytest.raises(ValueError, match="'output' is null"):
@@ -196,8 +227,12 @@ def test_context_relevance_numbers_the_documents_and_fails_empty_requests_alone(
         schema={"q": pl.String, "docs": pl.List(pl.String)},
     )
     out = fk.evaluate_dataframe(
-        df, [ContextRelevance()], {"input": "q", "context": "docs"},
-        judge=sim_judge(judge_simulator), cache=False, progress=False,
+        df,
+        [ContextRelevance()],
+        {"input": "q", "context": "docs"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     assert out["context_relevance_error"].to_list() == [None, "field 'input' is empty", None]
     # An empty request fails its row; an empty retrieval is "low" 0 without a call.
@@ -212,8 +247,12 @@ def test_missing_required_field_is_an_error_before_any_call(judge_simulator):
     df = pl.DataFrame({"question": ["q"], "answer": ["a"]})
     with pytest.raises(fk.MappingError, match="needs field 'output'.*'question', 'answer'"):
         fk.evaluate_dataframe(
-            df, [Coherence()], {"input": "question"}, judge=sim_judge(judge_simulator),
-            cache=False, progress=False,
+            df,
+            [Coherence()],
+            {"input": "question"},
+            judge=sim_judge(judge_simulator),
+            cache=False,
+            progress=False,
         )
     assert judge_simulator.stats()["total"] == 0
 
@@ -223,7 +262,12 @@ def test_prompt_template_is_readable_and_replaceable(judge_simulator):
     assert "{input}" in ev.prompt_template and "{output}" in ev.prompt_template
     assert "{input}" not in ResponseRelevance(include_inputs=False).prompt_template
     ev.prompt_template = "Q: {input}\nA: {output}\nRate how on-topic A is."
-    ev.score(input="Why is the sky blue?", output="Rayleigh scattering.", judge=sim_judge(judge_simulator), cache=False)
+    ev.score(
+        input="Why is the sky blue?",
+        output="Rayleigh scattering.",
+        judge=sim_judge(judge_simulator),
+        cache=False,
+    )
     user = judge_simulator.requests[0]["messages"][1]["content"]
     assert user == (
         "Q: [BEGIN DATA: input]\nWhy is the sky blue?\n[END DATA: input]\n"
@@ -235,7 +279,9 @@ def test_custom_rubric_without_explanation_asks_only_for_the_label(judge_simulat
     terse = ClassificationEvaluator(
         "terse", "Is this short?\n{output}", {"short": 1.0, "long": 0.0}, include_explanation=False
     )
-    score = terse.score(output="Yes. @sim(label=short)", judge=sim_judge(judge_simulator), cache=False)
+    score = terse.score(
+        output="Yes. @sim(label=short)", judge=sim_judge(judge_simulator), cache=False
+    )
     schema = judge_simulator.requests[0]["response_format"]["json_schema"]["schema"]
     assert list(schema["properties"]) == ["label"]
     assert (score.value, score.label, score.explanation) == (1.0, "short", None)

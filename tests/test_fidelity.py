@@ -38,7 +38,9 @@ FIVE = {
 
 # evaluator -> (source and section followed by template v1, phrases of its criteria that
 # the rendered prompt must contain, label -> score, default threshold, sample fields).
-SOURCE_CRITERIA: dict[str, tuple[str, tuple[str, ...], dict[str, float] | None, float, dict[str, Any]]] = {
+SOURCE_CRITERIA: dict[
+    str, tuple[str, tuple[str, ...], dict[str, float] | None, float, dict[str, Any]]
+] = {
     "response_relevance": (
         "Strands Agents evals, ResponseRelevanceEvaluator prompt template: rating scale "
         "and the step-by-step instruction",
@@ -203,7 +205,9 @@ def test_versions_are_separate_cache_entries_and_v0_still_hits_its_cache(judge_s
     ("factory", "label"), [(RetrievalRelevance, "irrelevant"), (ContextRelevance, "low")]
 )
 @pytest.mark.parametrize("empty", [[], None, ["", "  "], ""])
-def test_an_empty_retrieval_scores_the_lowest_label_without_a_call(judge_simulator, factory, label, empty):
+def test_an_empty_retrieval_scores_the_lowest_label_without_a_call(
+    judge_simulator, factory, label, empty
+):
     for judge in (sim_judge(judge_simulator), "local"):
         score = factory().score(input="Capital of France?", context=empty, judge=judge, cache=False)
         assert (score.value, score.label, score.passed, score.error) == (0.0, label, False, None)
@@ -216,7 +220,9 @@ def test_an_empty_retrieval_is_not_counted_as_a_request_in_a_dry_run():
         {"input": ["a?", "b?", "c?"], "context": [["A."], [], None]},
         schema={"input": pl.String, "context": pl.List(pl.String)},
     )
-    plan = plan_requests([df], [RetrievalRelevance()], None, judge="openai/gpt-4o-mini", cache=False)
+    plan = plan_requests(
+        [df], [RetrievalRelevance()], None, judge="openai/gpt-4o-mini", cache=False
+    )
     assert (plan.requests, plan.skipped) == (1, 0)
 
 
@@ -230,7 +236,9 @@ def test_an_empty_retrieval_is_not_counted_as_a_request_in_a_dry_run():
         (ContextRelevance, {"input": None, "context": ["x"]}, "'input' is null"),
     ],
 )
-def test_an_empty_request_or_response_fails_its_record_without_a_call(judge_simulator, factory, fields, message):
+def test_an_empty_request_or_response_fails_its_record_without_a_call(
+    judge_simulator, factory, fields, message
+):
     with pytest.raises(ValueError, match=message):
         factory().score(**fields, judge=sim_judge(judge_simulator), cache=False)
     assert judge_simulator.stats()["total"] == 0
@@ -243,7 +251,10 @@ def test_retrieving_nothing_for_a_fifth_of_questions_lowers_retrieval_relevance(
     # The same strategy, but its retriever returns nothing for every fifth question.
     blank = pl.col("question_id") % 5 == 0
     flaky = dense.with_columns(
-        pl.when(blank).then(pl.lit([], dtype=pl.List(pl.String))).otherwise(pl.col("documents")).alias("documents")
+        pl.when(blank)
+        .then(pl.lit([], dtype=pl.List(pl.String)))
+        .otherwise(pl.col("documents"))
+        .alias("documents")
     )
     mapping = {"input": "question", "context": "documents"}
     judges = [("simulator", sim_judge(judge_simulator)), ("local", "local")]
@@ -255,7 +266,12 @@ def test_retrieving_nothing_for_a_fifth_of_questions_lowers_retrieval_relevance(
         except fk.LocalModelError as exc:  # pragma: no cover - depends on the install
             pytest.skip(f"offline model unavailable: {exc}")
         removed = fk.evaluate_dataframe(
-            flaky.filter(~blank), [RetrievalRelevance()], mapping, judge=judge, cache=False, progress=False
+            flaky.filter(~blank),
+            [RetrievalRelevance()],
+            mapping,
+            judge=judge,
+            cache=False,
+            progress=False,
         )
         scores = with_empty["retrieval_relevance_score"]
         assert scores.null_count() == 0, kind  # no row drops out of the mean
@@ -272,19 +288,27 @@ def test_retrieving_nothing_for_a_fifth_of_questions_lowers_retrieval_relevance(
 
 
 @pytest.mark.parametrize("factory", [ResponseRelevance, Coherence])
-def test_include_inputs_false_leaves_the_request_out_and_does_not_require_it(factory, judge_simulator):
+def test_include_inputs_false_leaves_the_request_out_and_does_not_require_it(
+    factory, judge_simulator
+):
     df = pl.DataFrame({"answer": ["About 330 metres."]})
     out = fk.evaluate_dataframe(
-        df, [factory(include_inputs=False)], {"output": "answer"},
-        judge=sim_judge(judge_simulator), cache=False, progress=False,
+        df,
+        [factory(include_inputs=False)],
+        {"output": "answer"},
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
     )
     assert out[f"{factory().name}_error"][0] is None
     user = judge_simulator.requests[0]["messages"][1]["content"]
     assert "[BEGIN DATA: input]" not in user and "About 330 metres." in user
     # With the request mapped, it is still left out.
     factory(include_inputs=False).score(
-        input="How tall is the Eiffel tower?", output="About 330 metres.",
-        judge=sim_judge(judge_simulator), cache=False,
+        input="How tall is the Eiffel tower?",
+        output="About 330 metres.",
+        judge=sim_judge(judge_simulator),
+        cache=False,
     )
     assert "Eiffel" not in judge_simulator.requests[-1]["messages"][1]["content"]
 
@@ -292,8 +316,12 @@ def test_include_inputs_false_leaves_the_request_out_and_does_not_require_it(fac
 def test_include_inputs_true_still_requires_the_request():
     with pytest.raises(fk.MappingError, match="needs field 'input'"):
         fk.evaluate_dataframe(
-            pl.DataFrame({"answer": ["x"]}), [ResponseRelevance()], {"output": "answer"},
-            judge="local", cache=False, progress=False,
+            pl.DataFrame({"answer": ["x"]}),
+            [ResponseRelevance()],
+            {"output": "answer"},
+            judge="local",
+            cache=False,
+            progress=False,
         )
 
 
@@ -303,7 +331,12 @@ def test_include_inputs_true_still_requires_the_request():
         (RetrievalRelevance, "judged against the request"),
         (ContextRelevance, "judged against the request"),
         (AnswerRelevancy, "compares the questions the response answers with the request"),
-        (lambda **kw: ClassificationEvaluator("t", "Polite? {output}", {"y": 1.0, "n": 0.0}, **kw), "leave the {input} placeholder out"),
+        (
+            lambda **kw: ClassificationEvaluator(
+                "t", "Polite? {output}", {"y": 1.0, "n": 0.0}, **kw
+            ),
+            "leave the {input} placeholder out",
+        ),
     ],
 )
 def test_include_inputs_false_is_refused_where_it_has_no_meaning(factory, why):
@@ -316,7 +349,9 @@ def test_include_inputs_false_is_refused_where_it_has_no_meaning(factory, why):
 def test_include_inputs_false_with_the_offline_judge_compares_with_earlier_turns():
     history = [{"role": "user", "content": "Tell me about compost."}]
     ev = ResponseRelevance(include_inputs=False)
-    record = ev.prepare({"input": "Unrelated request text", "output": "Compost needs air.", "history": history})
+    record = ev.prepare(
+        {"input": "Unrelated request text", "output": "Compost needs air.", "history": history}
+    )
     assert ev.local_texts(record) == ["Tell me about compost.", "Compost needs air."]
     with pytest.raises(ValueError, match="include_inputs=False"):
         ev.local_texts(ev.prepare({"output": "Compost needs air."}))
@@ -343,13 +378,19 @@ def test_llm_and_model_are_aliases_of_judge(factory, alias, judge_simulator):
 def test_fiddler_field_names_work_in_score_and_in_a_mapping(judge_simulator):
     judge = sim_judge(judge_simulator)
     ev = ContextRelevance(model=judge)
-    score = ev.score(user_query="Capital of France? @sim(label=medium)", retrieved_documents=["France is in Europe."], cache=False)
+    score = ev.score(
+        user_query="Capital of France? @sim(label=medium)",
+        retrieved_documents=["France is in Europe."],
+        cache=False,
+    )
     assert (score.value, score.label) == (0.5, "medium")
     assert score.reasoning == score.explanation and score.score == score.value
     prompt = judge_simulator.requests[0]["messages"][1]["content"]
     assert "France is in Europe." in prompt and "Capital of France?" in prompt
 
-    df = pl.DataFrame({"q": ["Capital of France? @sim(label=high)"], "docs": [["Paris is the capital."]]})
+    df = pl.DataFrame(
+        {"q": ["Capital of France? @sim(label=high)"], "docs": [["Paris is the capital."]]}
+    )
     out = fk.evaluate_dataframe(
         df, [ev], {"user_query": "q", "retrieved_documents": "docs"}, cache=False, progress=False
     )
@@ -363,7 +404,13 @@ def test_fiddler_field_names_work_in_score_and_in_a_mapping(judge_simulator):
     with pytest.raises(fk.MappingError, match="needs field 'context'"):
         fk.evaluate_dataframe(gold, [ev], cache=False, progress=False)
     with pytest.raises(fk.MappingError, match="given twice"):
-        fk.evaluate_dataframe(df, [ev], {"input": "q", "user_query": "q", "context": "docs"}, cache=False, progress=False)
+        fk.evaluate_dataframe(
+            df,
+            [ev],
+            {"input": "q", "user_query": "q", "context": "docs"},
+            cache=False,
+            progress=False,
+        )
 
 
 def test_score_and_reasoning_are_read_only_aliases():
@@ -395,32 +442,58 @@ text contains an answer to the Question."""
 def test_a_copied_phoenix_template_runs_with_its_own_rubric(judge_simulator):
     judge = sim_judge(judge_simulator)
     ev = ClassificationEvaluator(
-        name="relevance", llm=judge, prompt_template=PHOENIX_TEMPLATE,
+        name="relevance",
+        llm=judge,
+        prompt_template=PHOENIX_TEMPLATE,
         choices={"relevant": 1.0, "unrelated": 0.0},
     )
     assert ev.required_fields == ("input", "context")
-    df = pl.DataFrame({"input": ["Capital of France? @sim(label=relevant)"], "reference": ["Paris is the capital."]})
-    out = fk.evaluate_dataframe(df, [ev], {"input": "input", "reference": "reference"}, cache=False, progress=False)
+    df = pl.DataFrame(
+        {
+            "input": ["Capital of France? @sim(label=relevant)"],
+            "reference": ["Paris is the capital."],
+        }
+    )
+    out = fk.evaluate_dataframe(
+        df, [ev], {"input": "input", "reference": "reference"}, cache=False, progress=False
+    )
     assert (out["relevance_label"][0], out["relevance_score"][0]) == ("relevant", 1.0)
     system, user = judge_simulator.requests[0]["messages"]
     # The template is the instruction; the system message adds only the data rule.
     assert "You are comparing a reference text to a question" in user["content"]
-    assert "[BEGIN DATA: reference]\nDocument 1:\nParis is the capital.\n[END DATA: reference]" in user["content"]
-    assert "Reason briefly" not in system["content"] and "exactly one label" not in system["content"]
+    assert (
+        "[BEGIN DATA: reference]\nDocument 1:\nParis is the capital.\n[END DATA: reference]"
+        in user["content"]
+    )
+    assert (
+        "Reason briefly" not in system["content"] and "exactly one label" not in system["content"]
+    )
     assert "untrusted data" in system["content"]
 
     # system_prompt="" sends the template alone, exactly as Phoenix did.
-    bare = ClassificationEvaluator("relevance", judge, PHOENIX_TEMPLATE, {"relevant": 1.0, "unrelated": 0.0}, system_prompt="")
+    bare = ClassificationEvaluator(
+        "relevance", judge, PHOENIX_TEMPLATE, {"relevant": 1.0, "unrelated": 0.0}, system_prompt=""
+    )
     bare.score(input="Capital of Italy?", reference="Rome is the capital.", cache=False)
     assert [m["role"] for m in judge_simulator.requests[-1]["messages"]] == ["user"]
     # The earlier generic prompt stays available to reproduce earlier runs.
-    old = ClassificationEvaluator("relevance", PHOENIX_TEMPLATE, {"relevant": 1.0, "unrelated": 0.0}, system_prompt=GENERIC_SYSTEM)
-    assert old.build_request(old.prepare({"input": "q", "context": "d"})).messages[0]["content"] == GENERIC_SYSTEM
+    old = ClassificationEvaluator(
+        "relevance",
+        PHOENIX_TEMPLATE,
+        {"relevant": 1.0, "unrelated": 0.0},
+        system_prompt=GENERIC_SYSTEM,
+    )
+    assert (
+        old.build_request(old.prepare({"input": "q", "context": "d"})).messages[0]["content"]
+        == GENERIC_SYSTEM
+    )
 
 
 def test_phoenix_choices_with_descriptions_and_positional_order():
     ev = ClassificationEvaluator(
-        "relevance", "openai/gpt-4o-mini", PHOENIX_TEMPLATE,
+        "relevance",
+        "openai/gpt-4o-mini",
+        PHOENIX_TEMPLATE,
         {"relevant": (1.0, "holds an answer"), "unrelated": (0.0, "holds none")},
     )
     assert ev.judge == "openai/gpt-4o-mini" and ev.choices == {"relevant": 1.0, "unrelated": 0.0}
@@ -440,7 +513,14 @@ def test_fiddler_column_names_stream_through_evaluate_parquet(judge_simulator, t
         },
         schema={"id": pl.Int64, "user_query": pl.String, "retrieved_documents": pl.List(pl.String)},
     ).write_parquet(source)
-    fk.evaluate_parquet(source, destination, [ContextRelevance()], judge=sim_judge(judge_simulator), cache=False, progress=False)
+    fk.evaluate_parquet(
+        source,
+        destination,
+        [ContextRelevance()],
+        judge=sim_judge(judge_simulator),
+        cache=False,
+        progress=False,
+    )
     out = pl.read_parquet(destination)
     assert out["context_relevance_label"].to_list() == ["high", "low"]
     assert out["context_relevance_explanation"][1] == "no documents were retrieved"

@@ -36,7 +36,9 @@ def tree_copy(tmp_path: Path) -> Path:
     """framekit's sources and its import contract, copied where a test may break them."""
     if not LINT_IMPORTS.exists():
         pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
-    shutil.copytree(ROOT / "framekit", tmp_path / "framekit", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        ROOT / "framekit", tmp_path / "framekit", ignore=shutil.ignore_patterns("__pycache__")
+    )
     shutil.copy(ROOT / ".importlinter", tmp_path / ".importlinter")
     return tmp_path
 
@@ -65,7 +67,9 @@ def test_an_upward_import_breaks_the_contract(tree_copy: Path) -> None:
 
 def test_a_cycle_inside_a_package_breaks_the_contract(tree_copy: Path) -> None:
     # Two modules of one layer importing each other: only the cycle check sees it.
-    _add_line(tree_copy / "framekit" / "evaluators" / "base.py", "import framekit.evaluators.rubric")
+    _add_line(
+        tree_copy / "framekit" / "evaluators" / "base.py", "import framekit.evaluators.rubric"
+    )
     result = _lint_imports(tree_copy)
     assert result.returncode != 0
     assert "No cycles are allowed in framekit.evaluators" in result.stdout
@@ -99,7 +103,11 @@ def test_python_dash_m_framekit_is_the_framekit_command(tmp_path: Path) -> None:
     results = [
         subprocess.run(
             [sys.executable, *launcher, "evaluate", missing, "-o", "x.parquet", "-e", "coherence"],
-            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )  # fmt: skip
         for launcher in (["-m", "framekit"], ["-m", "framekit.cli"])
     ]

@@ -23,8 +23,12 @@ def _run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
     os.environ["FRAMEKIT_CACHE_DIR"] = str(tmp_path / "cache")
     os.environ.pop("FRAMEKIT_JUDGE", None)
     try:
-        client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                         resources={"metadata": {"path": str(tmp_path)}})
+        client = nbclient.NotebookClient(
+            notebook,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
+        )
         client.execute()
     finally:
         os.environ.clear()
@@ -37,7 +41,9 @@ def _reads_cleanly(notebook: nbformat.NotebookNode) -> None:
     """No stderr (warnings, progress bars), no terminal escape codes, no unused import."""
     for cell in notebook.cells:
         for output in cell.get("outputs", []):
-            assert output.get("name") != "stderr", f"stderr in {cell.source[:60]!r}: {output.text[:300]}"
+            assert output.get("name") != "stderr", (
+                f"stderr in {cell.source[:60]!r}: {output.text[:300]}"
+            )
             text = str(output.get("text", "")) + str(output.get("data", {}).get("text/plain", ""))
             assert "\x1b[" not in text, f"escape codes in the output of {cell.source[:60]!r}"
             assert "Config" not in text[:40], f"a cell echoes a setting: {text[:80]!r}"
@@ -60,7 +66,11 @@ def _pngs(notebook: nbformat.NotebookNode) -> list[tuple[int, int]]:
 
 def test_score_traces_notebook_runs(tmp_path):
     notebook = _run("01_score_traces.ipynb", tmp_path)
-    texts = "".join(str(o.get("data", {}).get("text/plain", "")) for c in notebook.cells for o in c.get("outputs", []))
+    texts = "".join(
+        str(o.get("data", {}).get("text/plain", ""))
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+    )
     assert "response_relevance" in texts and "mean_retrieval_relevance" in texts
     assert "gen_ai.evaluation.result" in texts  # the scores written back as OTel events
 
@@ -75,7 +85,9 @@ def test_compare_retrieval_notebook_runs_and_plots(tmp_path):
 def test_judge_agreement_notebook_measures_calibrates_and_gates(tmp_path):
     notebook = _run("03_judge_agreement.ipynb", tmp_path)
     outputs = [o for c in notebook.cells for o in c.get("outputs", [])]
-    texts = "".join(str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", "")) for o in outputs)
+    texts = "".join(
+        str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", "")) for o in outputs
+    )
     assert "spearman" in texts and "Calibration(response_relevance: threshold" in texts
     assert "exit code 1" in texts  # the CLI gate below its bar
     assert len(_pngs(notebook)) == 1  # confusion matrix + calibration, one figure

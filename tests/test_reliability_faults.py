@@ -403,7 +403,14 @@ _LOGGERS = [
 
 
 #: Where the canary key comes from; every source must be redacted everywhere.
-KEY_SOURCES = ["argument", "FRAMEKIT_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "header", "URL"]
+KEY_SOURCES = [
+    "argument",
+    "FRAMEKIT_API_KEY",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "header",
+    "URL",
+]
 
 
 def _keyed_judge(source: str, sim, monkeypatch, **options) -> fk.Judge:

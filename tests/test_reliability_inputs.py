@@ -71,7 +71,10 @@ def test_null_fields_fail_only_their_row_and_name_the_field(judge_simulator):
     assert out[f"{EV}_error"].to_list() == [None, "field 'input' is null", None, None]
     assert out[f"{EV}_score"].is_not_null().to_list() == [True, False, True, True]
     # A null context is a retrieval that returned nothing: irrelevant 0, no call.
-    assert (out[f"{EV}_score"][2], out[f"{EV}_explanation"][2]) == (0.0, "no documents were retrieved")
+    assert (out[f"{EV}_score"][2], out[f"{EV}_explanation"][2]) == (
+        0.0,
+        "no documents were retrieved",
+    )
     assert judge_simulator.stats()["chat"] == 2
     # A null inside a list of documents is skipped, not sent as "null".
     assert (
@@ -80,7 +83,9 @@ def test_null_fields_fail_only_their_row_and_name_the_field(judge_simulator):
     )
 
 
-def test_empty_strings_fail_their_row_and_empty_retrievals_score_zero_without_a_call(judge_simulator):
+def test_empty_strings_fail_their_row_and_empty_retrievals_score_zero_without_a_call(
+    judge_simulator,
+):
     df = pl.DataFrame(
         {
             "question": ["", "   ", "What is C?", "What is D?"],
@@ -88,7 +93,12 @@ def test_empty_strings_fail_their_row_and_empty_retrievals_score_zero_without_a_
         }
     )
     out = _score(df, judge_simulator)
-    assert out[f"{EV}_error"].to_list() == ["field 'input' is empty", "field 'input' is empty", None, None]
+    assert out[f"{EV}_error"].to_list() == [
+        "field 'input' is empty",
+        "field 'input' is empty",
+        None,
+        None,
+    ]
     # Only blank documents, or none: nothing was retrieved (Phoenix's rule), not an error.
     assert out[f"{EV}_score"].to_list() == [None, None, 0.0, 0.0]
     assert out[f"{EV}_label"].to_list()[2:] == ["irrelevant", "irrelevant"]

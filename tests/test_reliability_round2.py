@@ -297,9 +297,7 @@ def test_explanation_returned_as_an_object_is_stored_as_json_and_nan_as_null():
     assert ev.verdict({}, {"label": "relevant", "explanation": float("nan")}).explanation is None
 
 
-def test_cache_directory_deleted_mid_run_warns_and_keeps_later_answers(
-    simulator_factory, tmp_path
-):
+def test_cache_directory_deleted_mid_run_warns_and_keeps_later_answers(simulator_factory, tmp_path):
     import shutil
 
     sim = simulator_factory(latency=0.05)

@@ -31,7 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
         ("together_ai/llama", {"transport": "http", "api_base": "http://127.0.0.1:9/v1"}, "http"),
     ],
 )
-def test_auto_picks_http_for_openai_compatible_models_and_litellm_otherwise(model, options, expected):
+def test_auto_picks_http_for_openai_compatible_models_and_litellm_otherwise(
+    model, options, expected
+):
     judge = fk.Judge(model, **options)
     assert judge.transport == expected
     assert f"transport={expected!r}" in repr(judge)
@@ -54,7 +56,9 @@ def test_a_judge_on_http_survives_pickling_and_runs_again(judge_simulator):
     assert clone.transport == "http" and API_KEY not in repr(clone)
     again = fk.evaluate_dataframe(retrieval_frame(3), [fk.evaluators.RetrievalRelevance()], MAPPING,
                                   judge=clone, cache=False, progress=False)  # fmt: skip
-    assert first["retrieval_relevance_score"].to_list() == again["retrieval_relevance_score"].to_list()
+    assert (
+        first["retrieval_relevance_score"].to_list() == again["retrieval_relevance_score"].to_list()
+    )
     assert judge_simulator.stats()["by_status"] == {200: 6}
 
 

@@ -48,12 +48,17 @@ def fresh_simulator(sim: JudgeSimulator) -> Iterator[None]:
 
 
 def _score(df: pl.DataFrame, judge: fk.Judge, cache: Path) -> pl.DataFrame:
-    return fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False)
+    return fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False
+    )
 
 
 def _mixed_frame() -> pl.DataFrame:
-    return pl.concat([retrieval_frame(30, label="relevant"), retrieval_frame(30, label="irrelevant")]).with_columns(
-        pl.int_range(pl.len()).alias("row_id"), pl.col("question") + pl.int_range(pl.len()).cast(pl.String)
+    return pl.concat(
+        [retrieval_frame(30, label="relevant"), retrieval_frame(30, label="irrelevant")]
+    ).with_columns(
+        pl.int_range(pl.len()).alias("row_id"),
+        pl.col("question") + pl.int_range(pl.len()).cast(pl.String),
     )
 
 
@@ -68,12 +73,19 @@ def test_workers_give_the_same_frame_as_one_process(sim, pooled, tmp_path):
 
 
 def test_faults_are_classified_in_the_worker_and_named_per_row(sim, pooled, tmp_path):
-    df = pl.DataFrame({
-        "question": ["fine @sim(label=relevant)", "a @sim(fault=malformed)", "b @sim(fault=null)",
-                     "c @sim(fault=refusal)", "d @sim(fault=400)",
-                     "e @sim(fault=500, first=2) @sim(label=irrelevant)"],
-        "docs": ["x"] * 6,
-    })
+    df = pl.DataFrame(
+        {
+            "question": [
+                "fine @sim(label=relevant)",
+                "a @sim(fault=malformed)",
+                "b @sim(fault=null)",
+                "c @sim(fault=refusal)",
+                "d @sim(fault=400)",
+                "e @sim(fault=500, first=2) @sim(label=irrelevant)",
+            ],
+            "docs": ["x"] * 6,
+        }
+    )
     out = _score(df, pooled, tmp_path)
     errors = out["retrieval_relevance_error"].to_list()
     assert errors[0] is None and errors[5] is None
@@ -169,7 +181,10 @@ def _start_script(sim: JudgeSimulator, mode: str) -> tuple[subprocess.Popen[str]
     env.pop("FRAMEKIT_API_KEY", None)
     proc = subprocess.Popen(
         [sys.executable, "-c", _SCRIPT, sim.api_base, API_KEY, mode],
-        stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=ROOT,
     )
     assert proc.stdout is not None
     return proc, json.loads(proc.stdout.readline())
@@ -183,7 +198,10 @@ def _gone(pid: int, within: float) -> bool:
         except ProcessLookupError:
             return True
         # A zombie (exited, not yet reaped by init in a container) counts as gone.
-        if Path(f"/proc/{pid}/stat").exists() and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+        if (
+            Path(f"/proc/{pid}/stat").exists()
+            and Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+        ):
             return True
         time.sleep(0.05)
     return False
@@ -221,11 +239,15 @@ def test_a_copied_judge_starts_its_own_workers(sim, pooled, tmp_path):
     assert pooled._transport.pool is not None
 
 
-def test_a_worker_that_cannot_start_is_one_clear_error_with_its_stderr(sim, tmp_path, monkeypatch, capsys):
+def test_a_worker_that_cannot_start_is_one_clear_error_with_its_stderr(
+    sim, tmp_path, monkeypatch, capsys
+):
     # Stands in for a broken environment: the "interpreter" prints a traceback-like line,
     # the key among it, and exits.
     fake = tmp_path / "python"
-    fake.write_text(f"#!/bin/sh\necho 'ImportError: no module named litellm ({API_KEY})' >&2\nexit 3\n")
+    fake.write_text(
+        f"#!/bin/sh\necho 'ImportError: no module named litellm ({API_KEY})' >&2\nexit 3\n"
+    )
     fake.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(fake))
     judge = sim_judge(sim, processes=2)

@@ -58,9 +58,7 @@ def _html_table(frame: pl.DataFrame) -> str:
     body = "\n".join(
         "<tr>"
         + "".join(
-            f'<td class="num">{html.escape(_cell(v))}</td>'
-            if num
-            else _text_cell(_cell(v))
+            f'<td class="num">{html.escape(_cell(v))}</td>' if num else _text_cell(_cell(v))
             for v, num in zip(row, numeric, strict=True)
         )
         + "</tr>"
@@ -106,7 +104,9 @@ def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
     """Drop columns that are null in every row (e.g. pairing counts of unpaired data)."""
     if frame.height == 0:
         return frame
-    return frame.select([c for c in frame.columns if frame.get_column(c).null_count() < frame.height])
+    return frame.select(
+        [c for c in frame.columns if frame.get_column(c).null_count() < frame.height]
+    )
 
 
 def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
@@ -116,7 +116,8 @@ def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
             "evaluate / evaluate_parquet / fk.io.write_parquet.</p>"
         )
     items = "".join(
-        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>" for k, v in _provenance.describe(provenance)
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
+        for k, v in _provenance.describe(provenance)
     )
     note = (
         f'<p class="note">These scores were {html.escape(_provenance.PROXY_NOTE)}.</p>'
@@ -192,7 +193,7 @@ def write_html_report(
     sections = [
         f"<h1>{html.escape(title)}</h1>",
         f'<p class="meta">{frame.height} rows x {len(names)} evaluator'
-        f'{"" if len(names) == 1 else "s"}: {html.escape(", ".join(names))}</p>',
+        f"{'' if len(names) == 1 else 's'}: {html.escape(', '.join(names))}</p>",
         "@@TOC@@",
         '<h2 id="provenance">What made these scores</h2>',
         _provenance_html(provenance),
@@ -200,7 +201,10 @@ def write_html_report(
         _scroll(_html_table(_without_null_columns(summarize(frame, evaluators=names)))),
     ]
     toc.append(("rows-to-look-at", "Rows to look at"))
-    sections += ['<h2 id="rows-to-look-at">Rows to look at</h2>', rows_section(frame, names, provenance)]
+    sections += [
+        '<h2 id="rows-to-look-at">Rows to look at</h2>',
+        rows_section(frame, names, provenance),
+    ]
     summary_by = None
     if by is not None:
         groups = frame.get_column(by).n_unique()
@@ -239,9 +243,16 @@ def write_html_report(
     try:
         from framekit.analysis import plot
 
-        sections.append(_png_tag(plot.distributions(frame, names, by if summary_by is not None else None), "score distributions"))
+        sections.append(
+            _png_tag(
+                plot.distributions(frame, names, by if summary_by is not None else None),
+                "score distributions",
+            )
+        )
         if summary_by is not None and by is not None:
-            sections.append(_png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}"))
+            sections.append(
+                _png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}")
+            )
     except ModuleNotFoundError as exc:
         warnings.warn(f"HTML report written without charts: {exc}", stacklevel=2)
         sections.append(f"<p>{html.escape(str(exc))}</p>")
@@ -249,10 +260,11 @@ def write_html_report(
     if errors.height:
         toc.append(("failures", "Failures by error"))
         sections += ['<h2 id="failures">Failures by error</h2>', _scroll(_html_table(errors))]
-    nav = "<nav><ul>" + "".join(
-        f'<li><a href="#{anchor}">{html.escape(text)}</a></li>'
-        for anchor, text in toc
-    ) + "</ul></nav>"
+    nav = (
+        "<nav><ul>"
+        + "".join(f'<li><a href="#{anchor}">{html.escape(text)}</a></li>' for anchor, text in toc)
+        + "</ul></nav>"
+    )
     sections[sections.index("@@TOC@@")] = nav
     document = (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

@@ -32,7 +32,9 @@ def resolve_evaluators(frame: pl.DataFrame, evaluators: str | Sequence[str] | No
     return result_columns.resolve_evaluators(frame.columns, evaluators)
 
 
-def resolve_columns(frame: pl.DataFrame, columns: str | Sequence[str] | None, what: str) -> list[str]:
+def resolve_columns(
+    frame: pl.DataFrame, columns: str | Sequence[str] | None, what: str
+) -> list[str]:
     """``columns`` as a list, each checked to be in ``frame`` (``what`` names the option)."""
     names = [] if columns is None else [columns] if isinstance(columns, str) else list(columns)
     missing = [c for c in names if c not in frame.columns]

@@ -61,9 +61,9 @@ def agreement(
     except ImportError as exc:
         raise ModuleNotFoundError("fk.plot needs matplotlib: pip install 'framekit[plot]'") from exc
     frame = to_polars(scored).frame
-    row = _agreement(
-        frame, human=human, evaluators=[evaluator], rubric=rubric, n_resamples=1
-    ).row(0, named=True)
+    row = _agreement(frame, human=human, evaluators=[evaluator], rubric=rubric, n_resamples=1).row(
+        0, named=True
+    )
     has_matrix = row["confusion"] is not None
     fig = Figure(figsize=(9.0 if has_matrix else 4.5, 4.0), layout="constrained")
     axes = fig.subplots(1, 2) if has_matrix else [fig.subplots(1, 1)]
@@ -73,7 +73,9 @@ def agreement(
     return fig
 
 
-def _matrix(ax: Any, table: np.ndarray, labels: list[str], human: str, name: str, row: dict[str, Any]) -> None:
+def _matrix(
+    ax: Any, table: np.ndarray, labels: list[str], human: str, name: str, row: dict[str, Any]
+) -> None:
     ax.imshow(table, cmap="Blues")
     for (i, j), count in np.ndenumerate(table):
         dark = count > table.max() / 2

@@ -383,9 +383,7 @@ class _Comparison:
             xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
         else:
             xa, xb = values[a], values[b]
-        result = _pair_test(
-            xa, xb, bool(self.keys), self.test, self.alpha, self.n_resamples, rng
-        )
+        result = _pair_test(xa, xb, bool(self.keys), self.test, self.alpha, self.n_resamples, rng)
         n_pairs, dropped, unmatched = pairs
         mean_a, mean_b = (float(values[g].mean()) if values[g].size else None for g in (a, b))
         row = ComparisonRow(

@@ -51,9 +51,7 @@ def _labelled(
     return Verdict(ev.choices[label], label, explanation)
 
 
-def five_level_relevance(
-    ev: RubricEvaluator, request: np.ndarray, response: np.ndarray
-) -> Verdict:
+def five_level_relevance(ev: RubricEvaluator, request: np.ndarray, response: np.ndarray) -> Verdict:
     """ResponseRelevance: cosine of request and response on the five-level scale."""
     lm = _lm()
     similarity = lm.cosine(request, response)
@@ -70,11 +68,11 @@ def context_verdict(
     lm = _lm()
     sims = lm.cosine_matrix(request, np.vstack(documents))[0]
     similarity = lm.relevance_similarity(request, np.vstack(documents))
-    scale = lm.CALIBRATION.relevance_binary if levels == "binary" else lm.CALIBRATION.relevance_three
-    best = int(np.argmax(sims)) + 1
-    method = (
-        f"request vs best of {len(documents)} document(s), document {best}, all-MiniLM-L6-v2"
+    scale = (
+        lm.CALIBRATION.relevance_binary if levels == "binary" else lm.CALIBRATION.relevance_three
     )
+    best = int(np.argmax(sims)) + 1
+    method = f"request vs best of {len(documents)} document(s), document {best}, all-MiniLM-L6-v2"
     return _labelled(ev, similarity, scale, method)
 
 

@@ -131,9 +131,9 @@ class AnswerRelevancy(Evaluator):
         backend_like = hasattr(embedding_model, "embed") and hasattr(embedding_model, "model_id")
         if not (embedding_model is None or isinstance(embedding_model, str) or backend_like):
             raise InputError(
-                    f"{self.name}: embedding_model must be None, a litellm model string or "
-                    "an embedding backend"
-                )
+                f"{self.name}: embedding_model must be None, a litellm model string or "
+                "an embedding backend"
+            )
         self.version = version
         self.spec: TemplateSpec = load_template(self.template_name, version)
         self.n_questions = n_questions
@@ -264,7 +264,9 @@ class AnswerRelevancy(Evaluator):
         noncommittal = _flag(answer.get("noncommittal"))
         different = self.strict_mode and _flag(answer.get("different_question"))
         label = NONCOMMITTAL if noncommittal else DIFFERENT_QUESTION if different else COMMITTAL
-        zeroed = different or (noncommittal and self.strict_mode and self.strict_zeroes_noncommittal)
+        zeroed = different or (
+            noncommittal and self.strict_mode and self.strict_zeroes_noncommittal
+        )
         if zeroed:
             value = 0.0
         listed = "; ".join(f'"{q}" (cosine {s:.2f})' for q, s in zip(questions, sims))

@@ -121,7 +121,9 @@ class Evaluator(ABC):
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
             raise InputError(f"evaluator name {self.name!r} must be a valid column prefix")
         if isinstance(threshold, bool) or not (threshold is None or isinstance(threshold, Real)):
-            raise InputError(f"{self.name}: threshold must be a number in [0, 1], got {threshold!r}")
+            raise InputError(
+                f"{self.name}: threshold must be a number in [0, 1], got {threshold!r}"
+            )
         self.threshold = self.default_threshold if threshold is None else float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")

@@ -85,8 +85,7 @@ class RubricEvaluator(Evaluator):
         super().__init__(name=name, threshold=threshold, judge=judge, llm=llm, model=model)
         if not include_inputs and self.needs_input_reason:
             raise InputError(
-                f"{self.name}: include_inputs=False has no meaning here: "
-                f"{self.needs_input_reason}"
+                f"{self.name}: include_inputs=False has no meaning here: {self.needs_input_reason}"
             )
         self.version = version
         # A built-in rubric reads its template file; a custom one brings its own spec.
@@ -265,7 +264,12 @@ class ClassificationEvaluator(RubricEvaluator):
             # Phoenix's positional order: (name, llm, prompt_template, choices).
             if llm is not None:
                 raise InputError(f"{name}: the judge is given twice (positionally and as llm=)")
-            llm, prompt_template, choices, direction = prompt_template, choices, direction, "maximize"
+            llm, prompt_template, choices, direction = (
+                prompt_template,
+                choices,
+                direction,
+                "maximize",
+            )
         if not include_inputs:
             raise InputError(
                 f"{name}: include_inputs=False has no meaning for a custom template; "

@@ -160,9 +160,7 @@ async def aevaluate_parquet(
     if _is_duckdb_relation(source):
         with _materialised(source, dest) as (path, identity):
             label = source_label(source)
-            return await _evaluate_files(
-                [path], identity, dest, evaluators, mapping, opts, label
-            )
+            return await _evaluate_files([path], identity, dest, evaluators, mapping, opts, label)
     return await _evaluate_files(resolve_sources(source), None, dest, evaluators, mapping, opts)
 
 

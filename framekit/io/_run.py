@@ -52,8 +52,14 @@ class ParquetRun:
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
     for f in fields(RunStats):
-        if f.name in ("elapsed_s", "cost_usd", "per_evaluator_failures", "hints", "transports",
-                      "provenance"):
+        if f.name in (
+            "elapsed_s",
+            "cost_usd",
+            "per_evaluator_failures",
+            "hints",
+            "transports",
+            "provenance",
+        ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
     if part.cost_usd is not None:

@@ -155,8 +155,7 @@ def credential_problem(
         else ""
     )
     return (
-        f"no API key for {model!r}: set FRAMEKIT_API_KEY or {names[0]}, or pass "
-        f"api_key=...{where}"
+        f"no API key for {model!r}: set FRAMEKIT_API_KEY or {names[0]}, or pass api_key=...{where}"
     )
 
 

@@ -182,9 +182,7 @@ class HttpTransport:
 
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
         judge = self.judge
-        body: dict[str, Any] = {
-            k: v for k, v in judge.litellm_kwargs.items() if k not in _NOT_BODY
-        }
+        body: dict[str, Any] = {k: v for k, v in judge.litellm_kwargs.items() if k not in _NOT_BODY}
         extra = judge.litellm_kwargs.get("extra_body")
         if isinstance(extra, dict):  # litellm's way to pass provider-specific fields
             body.update(extra)
@@ -207,12 +205,12 @@ class HttpTransport:
         try:
             data = self._body(request, messages, mode)
         except (TypeError, ValueError) as exc:  # unencodable text: resending cannot help
-            return Fault("fatal", redact(f"{type(exc).__name__}: {one_line(str(exc), 160)}", self.secrets))
+            return Fault(
+                "fatal", redact(f"{type(exc).__name__}: {one_line(str(exc), 160)}", self.secrets)
+            )
         started = time.perf_counter()
         try:
-            status, headers, payload = await bounded(
-                self._post(session, data), self.judge.timeout
-            )
+            status, headers, payload = await bounded(self._post(session, data), self.judge.timeout)
         except asyncio.CancelledError:
             raise
         except (asyncio.TimeoutError, TimeoutError):
@@ -269,7 +267,9 @@ class HttpTransport:
                 headers=headers,
             )
         if status in (401, 403):
-            return Fault("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
+            return Fault(
+                "auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})"
+            )
         if status in (408, 409) or status >= 500:
             return Fault("transient", reason, retry_after_from(headers), status=status)
         low = message.lower()
@@ -282,7 +282,9 @@ class HttpTransport:
         return Fault("fatal", reason, status=status)
 
     def _exception_fault(self, exc: BaseException) -> Fault:
-        reason = redact(f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", self.secrets)
+        reason = redact(
+            f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", self.secrets
+        )
         refused = refused_by_client(exc)
         if refused is not None:  # the URL or its credentials: every call would fail alike
             return Fault("config", refused)

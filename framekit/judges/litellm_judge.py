@@ -199,9 +199,7 @@ class Judge:
         }
         # Two self-hosted servers may both call their model "openai/default": the
         # endpoint (without credentials) tells their answers apart.
-        endpoint = _settings.endpoint_identity(
-            self.api_base or self.litellm_kwargs.get("base_url")
-        )
+        endpoint = _settings.endpoint_identity(self.api_base or self.litellm_kwargs.get("base_url"))
         if endpoint is not None:
             ident["endpoint"] = endpoint
         return ident

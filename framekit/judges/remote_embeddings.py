@@ -56,7 +56,9 @@ class RemoteEmbeddings:
             raise InputError(f"batch_size must be >= 1, got {batch_size}")
         self.model = model
         # A Judge is only an endpoint holder here: its model is never called.
-        self.endpoint = judge if judge is not None else Judge(model, api_base=api_base, api_key=api_key)
+        self.endpoint = (
+            judge if judge is not None else Judge(model, api_base=api_base, api_key=api_key)
+        )
         self.batch_size = int(batch_size)
         # Part of every embedding cache key; the endpoint is not (it only routes).
         self.model_id = f"litellm/{model}"
@@ -74,7 +76,9 @@ class RemoteEmbeddings:
         """Unit-length float32 rows, one per text, in order."""
         rows: list[Any] = await self.endpoint.embed(texts, self.model)
         if len(rows) != len(texts):
-            raise ValueError(f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts")
+            raise ValueError(
+                f"embedding endpoint returned {len(rows)} vectors for {len(texts)} texts"
+            )
         matrix = np.asarray(rows, dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         # A zero vector (no content) stays zero rather than turning into NaN.

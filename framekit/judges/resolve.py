@@ -44,6 +44,4 @@ def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
         return Judge(judge)
     if isinstance(judge, (Judge, LocalJudge)):
         return judge
-    raise JudgeSpecError(
-        f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}"
-    )
+    raise JudgeSpecError(f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}")

@@ -166,10 +166,14 @@ class SimApp:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if _sim_batch.owns(path):
-                echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
+                echoed = _sim_echo.echo_error(
+                    self.config.echo_headers, method, path, query, headers
+                )
                 if echoed is not None:  # the careless gateway quotes batch calls too
                     return Reply(echoed[0], error_body(*echoed))
-                return self._gateway(headers) or self.batch.handle(method, path, query, headers, body)
+                return self._gateway(headers) or self.batch.handle(
+                    method, path, query, headers, body
+                )
             reply = self._api(method, path, headers, body, query)
             reply.headers += self.limit_headers()
             return reply

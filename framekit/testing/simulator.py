@@ -165,7 +165,11 @@ null_content_rate, refusal_rate : float
         if self.hang_seconds < 0 or self.trickle_seconds < 0:
             raise ValueError("hang_seconds and trickle_seconds must be >= 0")
         batch_rates = (self.batch_failed_rate, self.batch_expired_rate)
-        if self.batch_seconds < 0 or any(not 0 <= r <= 1 for r in batch_rates) or sum(batch_rates) > 1:
+        if (
+            self.batch_seconds < 0
+            or any(not 0 <= r <= 1 for r in batch_rates)
+            or sum(batch_rates) > 1
+        ):
             raise ValueError("need batch_seconds >= 0 and batch rates in [0, 1] summing to <= 1")
         if self.embedding_dimensions < 1 or self.max_recorded < 0:
             raise ValueError("embedding_dimensions must be >= 1 and max_recorded >= 0")

@@ -118,7 +118,9 @@ def _span_rows(spans: list[_Span], rules: StepRules) -> Iterator[tuple[_Span, tu
             if not answer:
                 continue
             context = [answer]
-            asked = [c for role, c in _messages(span.attrs, "input") if role == "user" and c.strip()]
+            asked = [
+                c for role, c in _messages(span.attrs, "input") if role == "user" and c.strip()
+            ]
             query = asked[-1] if asked else None
         else:
             continue

@@ -46,9 +46,19 @@ _SKIP = frozenset({"attributes", "events", "links", "resource"})
 _JSON_LEAVES = frozenset({"input.value", "output.value", *GENAI_JSON_LEAVES})
 # The attributes the rows are built from; the rest is dropped as each span is read, so a
 # large export holds only what it needs.
-_KEEP = ("openinference.span.kind", "session.id", "input.", "output.", "retrieval.documents.",
-         "reranker.", "llm.input_messages.", "llm.output_messages.", "llm.tools.", "tool.name",
-         "llm.invocation_parameters")
+_KEEP = (
+    "openinference.span.kind",
+    "session.id",
+    "input.",
+    "output.",
+    "retrieval.documents.",
+    "reranker.",
+    "llm.input_messages.",
+    "llm.output_messages.",
+    "llm.tools.",
+    "tool.name",
+    "llm.invocation_parameters",
+)
 _STATUS_NAMES = {"0": "UNSET", "1": "OK", "2": "ERROR"}
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _PARQUET = (".parquet", ".pq")

@@ -181,7 +181,9 @@ def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> Judg
     except ValueError:
         message = None
     # A provider (or a proxy) may echo the request's credentials back in its message.
-    text = redact(one_line(message or body.decode("utf-8", "replace") or "no message", 200), secrets)
+    text = redact(
+        one_line(message or body.decode("utf-8", "replace") or "no message", 200), secrets
+    )
     if status in (401, 403):
         return JudgeAuthenticationError(
             f"the batch API rejected the credentials: HTTP {status}: {text}"
