@@ -1,15 +1,16 @@
 """Batch prices: the provider's batch price per token, else half the normal price.
 
-Read from litellm's bundled price map as a file: importing litellm takes seconds.
+Read from ``litellm.model_cost``, litellm's public price table (offline mode: the copy
+bundled with the installed litellm). Importing litellm takes seconds, so it happens once,
+when a batch run is first priced, never per request.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import json
-from pathlib import Path
 from typing import Any
+
+from framekit.judges import _litellm
 
 #: OpenAI, Azure OpenAI and Anthropic all bill batch requests at half price.
 BATCH_DISCOUNT = 0.5
@@ -17,15 +18,8 @@ BATCH_DISCOUNT = 0.5
 
 @functools.lru_cache(maxsize=1)
 def _price_map() -> dict[str, Any]:
-    spec = importlib.util.find_spec("litellm")
-    if spec is None or not spec.submodule_search_locations:
-        return {}
-    path = Path(next(iter(spec.submodule_search_locations)))
-    try:
-        data = json.loads((path / "model_prices_and_context_window_backup.json").read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    prices = getattr(_litellm.litellm(), "model_cost", None)
+    return prices if isinstance(prices, dict) else {}
 
 
 @functools.lru_cache(maxsize=64)
