@@ -171,6 +171,13 @@ def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_clus
     assert pl.read_parquet(tmp_path / "ray.parquet").equals(
         pl.read_parquet(tmp_path / "local.parquet")
     )
+    # The Ray output carries the same run record as the local engine's.
+    on_ray_record = fk.io.read_provenance(tmp_path / "ray.parquet")
+    local_record = fk.io.read_provenance(tmp_path / "local.parquet")
+    assert on_ray_record is not None and local_record is not None
+    for field in ("evaluators", "judges", "mapping", "source"):
+        assert on_ray_record[field] == local_record[field]
+    assert on_ray_record["counts"]["rows"] == 300
     assert not list(tmp_path.glob(".ray.parquet.framekit-parts"))
 
 

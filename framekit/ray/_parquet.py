@@ -26,8 +26,10 @@ import ray.data
 
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
+from framekit._provenance import to_metadata
 from framekit.engine.cache import Cache
-from framekit.engine.jobs import check_evaluators
+from framekit.engine.jobs import JudgeResolver, check_evaluators
+from framekit.engine.provenance import build_record
 from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
 from framekit.frame import EvaluationFailed, OnError
@@ -44,6 +46,7 @@ from framekit.io._assemble import _assemble
 from framekit.io._evaluate import _check_destination
 from framekit.io._fingerprint import _file_identity
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
+from framekit.io._provenance import source_label
 from framekit.io._run import _add_stats, _failed_rows, _RowBar
 from framekit.io._sources import _row_groups, _schema_of
 from framekit.judges.base import JudgeLike
@@ -161,7 +164,13 @@ overwrite, slice_rows
             bar = None
         if _file_identity(files) != manifest["sources"]:
             raise InputError("a source file changed while it was being scored; run again")
-        _assemble(files, [c for c in schema if c not in clash], slices, parts, dest)
+        resolver = JudgeResolver(judge)
+        record = build_record(
+            evs, [resolver(ev) for ev in evs], mapping, run.stats, source=source_label(files)
+        )
+        run.stats.provenance = record
+        kept = [c for c in schema if c not in clash]
+        _assemble(files, kept, slices, parts, dest, to_metadata(record))
         parts.remove()
     finally:
         if bar is not None:
