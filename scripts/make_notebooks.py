@@ -1,13 +1,19 @@
-"""Write the example notebooks in notebooks/ (outputs stripped) from the cells below.
+"""Write the example notebooks in notebooks/ from the cells below, run, outputs stored.
 
-The notebooks are the artefact users open; this script keeps their source reviewable as
-plain Python and regenerates them identically: ``python scripts/make_notebooks.py``.
+The notebooks are the artefact users open (in Jupyter or on GitHub, where a notebook
+without outputs shows nothing); this script keeps their source reviewable as plain Python
+and regenerates them: ``python scripts/make_notebooks.py`` runs each on the offline judge
+in a scratch directory and stores its outputs; ``--no-execute`` writes the cells only.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import tempfile
 from pathlib import Path
 
+import nbclient
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -314,13 +320,39 @@ def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
     return path
 
 
+def execute(path: Path) -> None:
+    """Run the notebook on the offline judge in a scratch directory; store its outputs."""
+    notebook = nbformat.read(path, as_version=4)
+    with tempfile.TemporaryDirectory() as scratch:
+        env = dict(os.environ)
+        os.environ["FRAMEKIT_CACHE_DIR"] = str(Path(scratch) / "cache")
+        os.environ.pop("FRAMEKIT_JUDGE", None)
+        try:
+            nbclient.NotebookClient(
+                notebook,
+                timeout=300,
+                kernel_name="python3",
+                resources={"metadata": {"path": scratch}},
+            ).execute()
+        finally:
+            os.environ.clear()
+            os.environ.update(env)
+    nbformat.write(notebook, path)
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--no-execute", action="store_true", help="write the cells only")
+    args = parser.parse_args()
     for name, cells in (
         ("01_score_traces.ipynb", SCORE_TRACES),
         ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
         ("03_judge_agreement.ipynb", JUDGE_AGREEMENT),
     ):
-        print(write(name, cells))
+        path = write(name, cells)
+        if not args.no_execute:
+            execute(path)
+        print(path)
 
 
 if __name__ == "__main__":

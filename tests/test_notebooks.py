@@ -91,3 +91,16 @@ def test_judge_agreement_notebook_measures_calibrates_and_gates(tmp_path):
     assert "spearman" in texts and "Calibration(response_relevance: threshold" in texts
     assert "exit code 1" in texts  # the CLI gate below its bar
     assert len(_pngs(notebook)) == 1  # confusion matrix + calibration, one figure
+
+
+@pytest.mark.parametrize(
+    "name", ["01_score_traces.ipynb", "02_compare_retrieval.ipynb", "03_judge_agreement.ipynb"]
+)
+def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):
+    # GitHub and Jupyter show what is stored: every code cell that prints or draws
+    # something has its output there, and nothing alarming (stderr, escape codes).
+    notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    assert all(c.get("execution_count") for c in code), f"{name} was stored without running"
+    assert sum(bool(c.get("outputs")) for c in code) >= len(code) // 2
+    _reads_cleanly(notebook)
