@@ -23,7 +23,9 @@ DuckDB connection as a view.
 
 Where each part lives:
 
-- ``_evaluate``: the entry points and the slice-by-slice loop.
+- ``_evaluate``: the entry points and the slice-by-slice loop of this process.
+- ``_job``: :class:`ParquetJob`, one run's checks, manifest, parts, assembly and summary,
+  shared with the Ray engine (``framekit.ray``), which scores the slices elsewhere.
 - ``_sources``: source files, schema, row groups, the slice plan.
 - ``_columns``: the columns scoring reads, and the checks made before any write.
 - ``_fingerprint``: the run's identity recorded in the manifest.
@@ -40,6 +42,7 @@ from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import register, run_sql
 from framekit.io._evaluate import aevaluate_parquet, evaluate_parquet, evaluate_sql
 from framekit.io._fingerprint import run_fingerprint
+from framekit.io._job import ParquetJob
 from framekit.io._plan import plan_parquet
 from framekit.io._provenance import read_provenance, write_parquet
 from framekit.io._run import ParquetRun

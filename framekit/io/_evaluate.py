@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,27 +20,18 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
-from framekit._provenance import to_metadata
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.jobs import JudgeResolver, check_evaluators
-from framekit.engine.provenance import build_record
-from framekit.engine.stats import record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed, OnError, aevaluate_dataframe
-from framekit.io._assemble import _assemble, _write_empty
+from framekit.frame import OnError, aevaluate_dataframe
+from framekit.io._assemble import _write_empty
 from framekit.io._batch import submit_all_slices
-from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
-from framekit.io._fingerprint import _file_identity, run_fingerprint
-from framekit.io._parts import _MANIFEST_FORMAT, _Parts
+from framekit.io._job import ParquetJob
 from framekit.io._provenance import source_label
-from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _last_stats, _RowBar
+from framekit.io._run import ParquetRun, _last_stats
 from framekit.io._sources import (
     SourceLike,
-    _row_groups,
-    _schema_of,
-    plan_slices,
     resolve_sources,
     scan_sources,
 )
@@ -222,111 +211,63 @@ async def _evaluate_files(
     opts: _Options,
     label: str | None = None,
 ) -> ParquetRun:
-    started = time.perf_counter()
-    evs = check_evaluators(evaluators)
-    if opts.on_error not in ("record", "raise"):
-        raise InputError(f"on_error must be 'record' or 'raise', got {opts.on_error!r}")
-    dest = destination.absolute()
-    _check_destination(dest, files)
-    schema = _schema_of(files)
-    clash = validate_inputs(schema, evs, mapping, opts.overwrite, opts.details)
-    slices = plan_slices(_row_groups(files), opts.slice_rows)
-    # At least one column, or a slice would have no height.
-    columns = needed_columns(schema, mapping, evs) or list(schema)[:1]
-
+    job = ParquetJob(
+        files,
+        destination,
+        evaluators,
+        mapping,
+        on_error=opts.on_error,
+        details=opts.details,
+        overwrite=opts.overwrite,
+        slice_rows=opts.slice_rows,
+        progress=opts.progress,
+    )
+    evs = job.evaluators
     # Resolved once: one judge (one announcement, one limiter identity), one open cache.
     resolved_judge = resolve_judge(opts.judge)
     resolved_cache = resolve_cache(opts.cache)
-    manifest = {
-        "format": _MANIFEST_FORMAT,
-        "sources": identity if identity is not None else _file_identity(files),
-        "slices": [list(s) for s in slices],
-        "run": run_fingerprint(
-            evs, mapping, resolved_judge, details=opts.details, overwrite=opts.overwrite
-        ),
-    }
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    parts = _Parts(dest)
-    done = parts.open(manifest)
+    done = job.open(resolved_judge, identity)
     scan = scan_sources(files)
-    total_rows = sum(n for _, n in slices)
-    run = ParquetRun(dest, total_rows, len(slices), len(done), sum(slices[i][1] for i in done))
-    bar = _RowBar(total_rows, run.skipped_rows, len(evs)) if opts.progress and total_rows else None
+
+    def read(offset: int, length: int) -> pl.DataFrame:
+        return scan.select(job.columns).slice(offset, length).collect()
+
     try:
         await submit_all_slices(
             resolved_judge,
-            slices,
+            job.slices,
             done,
-            lambda offset, length: scan.select(columns).slice(offset, length).collect(),
+            read,
             evaluators=evs,
             mapping=mapping,
             cache=resolved_cache,
             details=opts.details,
             overwrite=opts.overwrite,
         )
-        for i, (offset, length) in enumerate(slices):
+        for i, (offset, length) in enumerate(job.slices):
             if i in done:
                 continue
-            frame = scan.select(columns).slice(offset, length).collect()
             scored = await aevaluate_dataframe(
-                frame,
+                read(offset, length),
                 evs,
                 mapping,
                 judge=resolved_judge,
                 cache=resolved_cache,
                 on_error="record",
-                progress=bar.report if bar is not None else False,
+                progress=job.bar.report if job.bar is not None else False,
                 details=opts.details,
                 overwrite=opts.overwrite,
             )
-            del frame
-            slice_stats = _last_stats()
-            parts.write(i, scored.select(_result_columns(evs, opts.details)))
+            job.file_slice(i, scored.select(_result_columns(evs, opts.details)), _last_stats())
             del scored
-            _add_stats(run.stats, slice_stats)
-            if bar is not None:
-                bar.advance(length, run.stats.failures)
-        if bar is not None:
-            bar.close()
-            bar = None
-        resolver = JudgeResolver(resolved_judge)
-        record = build_record(
-            evs,
-            [resolver(ev) for ev in evs],
-            mapping,
-            run.stats,
-            source=label or source_label(files),
-        )
-        run.stats.provenance = record
-        if not slices:
-            await _write_empty(
-                scan, evs, mapping, opts.details, clash, dest, parts, to_metadata(record)
-            )
+        metadata = job.metadata(resolved_judge, label)
+        if job.slices:
+            job.write(metadata)
         else:
-            if identity is None and _file_identity(files) != manifest["sources"]:
-                raise InputError("a source file changed while it was being scored; run again")
-            kept = [c for c in schema if c not in clash]
-            _assemble(files, kept, slices, parts, dest, to_metadata(record))
-        parts.remove()
+            await _write_empty(
+                scan, evs, mapping, opts.details, job.clash, job.dest, job.parts, metadata
+            )
+            job.parts.remove()
     finally:
-        if bar is not None:
-            bar.close()
-        parts.close()
-    run.failed_rows = _failed_rows(dest, evs)
-    run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - started
-    record_last(run.stats)
-    if opts.progress:
-        print(run.summary(), file=sys.stderr)
-    if opts.on_error == "raise" and run.failed_rows:
-        raise EvaluationFailed(
-            f"{run.failed_rows} rows have errors; see the *_error columns of {dest}",
-            pl.scan_parquet(dest),
-        )
-    return run
-
-
-def _check_destination(destination: Path, files: Sequence[Path]) -> None:
-    if destination.is_dir():
-        raise InputError(f"destination {str(destination)!r} is a directory; name a file")
-    if destination.resolve() in files:
-        raise InputError(f"destination {str(destination)!r} is also a source; write elsewhere")
+        job.close()
+    return job.finish()

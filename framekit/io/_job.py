@@ -1,0 +1,198 @@
+"""One Parquet run, whichever engine scores its slices (this process, or Ray workers).
+
+:class:`ParquetJob` holds what both engines share: the checks made before any work, the
+slice plan, the manifest that lets a re-run skip finished slices, filing each slice's
+results as a part, the run record written into the output, the atomic assembly of the
+destination, and the summary at the end. An engine only decides how the slices get
+scored.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from framekit._errors import InputError
+from framekit._mapping import MappingValue
+from framekit._provenance import to_metadata
+from framekit.engine.jobs import JudgeResolver, check_evaluators
+from framekit.engine.provenance import build_record
+from framekit.engine.stats import RunStats, record_last
+from framekit.evaluators.base import Evaluator
+from framekit.frame import EvaluationFailed
+from framekit.io._assemble import _assemble
+from framekit.io._columns import needed_columns, validate_inputs
+from framekit.io._fingerprint import _file_identity, run_fingerprint
+from framekit.io._parts import _MANIFEST_FORMAT, _Parts
+from framekit.io._provenance import source_label
+from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _RowBar
+from framekit.io._sources import _row_groups, _schema_of, plan_slices
+
+
+class ParquetJob:
+    """Scoring Parquet ``files`` into ``destination``: checked and planned on creation.
+
+    Use: ``job = ParquetJob(...)``; ``done = job.open(judge)``; score the slices not in
+    ``done`` and hand each to :meth:`file_slice`; :meth:`write`; :meth:`close` (in a
+    ``finally``); :meth:`finish` returns the :class:`ParquetRun`.
+    """
+
+    def __init__(
+        self,
+        files: list[Path],
+        destination: Path,
+        evaluators: Evaluator | Sequence[Evaluator],
+        mapping: Mapping[str, MappingValue] | None,
+        *,
+        on_error: str,
+        details: bool,
+        overwrite: bool,
+        slice_rows: int | None,
+        progress: bool,
+    ) -> None:
+        self.started = time.perf_counter()
+        self.evaluators = check_evaluators(evaluators)
+        if on_error not in ("record", "raise"):
+            raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+        self.files, self.mapping = files, mapping
+        self.on_error, self.details, self.overwrite, self.progress = (
+            on_error,
+            details,
+            overwrite,
+            progress,
+        )
+        self.dest = destination.absolute()
+        _check_destination(self.dest, files)
+        self.schema = _schema_of(files)
+        #: Input columns replaced by result columns (``overwrite=True``).
+        self.clash = validate_inputs(self.schema, self.evaluators, mapping, overwrite, details)
+        self.slices = plan_slices(_row_groups(files), slice_rows)
+        # At least one column, or a slice would have no height.
+        self.columns = (
+            needed_columns(self.schema, mapping, self.evaluators) or list(self.schema)[:1]
+        )
+        self._parts: _Parts | None = None
+        self._bar: _RowBar | None = None
+        self._sources: Any = None
+        self.run: ParquetRun | None = None
+
+    # -- before scoring -----------------------------------------------------------------
+    def open(self, judge: Any, identity: Any = None) -> set[int]:
+        """Open the parts directory under this run's manifest; the finished slices.
+
+        ``identity`` names the sources when their files are temporary (a DuckDB query
+        copied to Parquet); otherwise the files' own identity is recorded and checked
+        again before the destination is written.
+        """
+        self._recheck_sources = identity is None
+        self._sources = identity if identity is not None else _file_identity(self.files)
+        manifest = {
+            "format": _MANIFEST_FORMAT,
+            "sources": self._sources,
+            "slices": [list(s) for s in self.slices],
+            "run": run_fingerprint(
+                self.evaluators,
+                self.mapping,
+                judge,
+                details=self.details,
+                overwrite=self.overwrite,
+            ),
+        }
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self._parts = _Parts(self.dest)
+        done = self._parts.open(manifest)
+        total = sum(n for _, n in self.slices)
+        skipped = sum(self.slices[i][1] for i in done)
+        self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
+        if self.progress and total:
+            self._bar = _RowBar(total, skipped, len(self.evaluators))
+        return done
+
+    @property
+    def bar(self) -> _RowBar | None:
+        """The progress bar over every row (``None`` without ``progress``)."""
+        return self._bar
+
+    # -- while scoring ------------------------------------------------------------------
+    def file_slice(self, index: int, results: pl.DataFrame, *stats: RunStats) -> None:
+        """Save slice ``index``'s result columns as its part and count its work (the
+        stats of whoever scored it: one run, or one per worker batch)."""
+        assert self._parts is not None and self.run is not None, "open() first"
+        self._parts.write(index, results)
+        for part in stats:
+            _add_stats(self.run.stats, part)
+        if self._bar is not None:
+            self._bar.advance(self.slices[index][1], self.run.stats.failures)
+
+    # -- after scoring ------------------------------------------------------------------
+    def metadata(self, judge: Any, source: str | None = None) -> dict[bytes, bytes]:
+        """The run record (kept in ``fk.last_run()``) as Parquet key-value metadata."""
+        assert self.run is not None, "open() first"
+        self._close_bar()
+        resolver = JudgeResolver(judge)
+        record = build_record(
+            self.evaluators,
+            [resolver(ev) for ev in self.evaluators],
+            self.mapping,
+            self.run.stats,
+            source=source or source_label(self.files),
+        )
+        self.run.stats.provenance = record
+        return to_metadata(record)
+
+    @property
+    def kept_columns(self) -> list[str]:
+        """The input columns the destination keeps (those not replaced by results)."""
+        return [c for c in self.schema if c not in self.clash]
+
+    def write(self, metadata: dict[bytes, bytes]) -> None:
+        """Write the destination atomically from the inputs and the parts."""
+        assert self._parts is not None, "open() first"
+        if self._recheck_sources and _file_identity(self.files) != self._sources:
+            raise InputError("a source file changed while it was being scored; run again")
+        _assemble(self.files, self.kept_columns, self.slices, self._parts, self.dest, metadata)
+        self._parts.remove()
+
+    @property
+    def parts(self) -> _Parts:
+        assert self._parts is not None, "open() first"
+        return self._parts
+
+    def close(self) -> None:
+        """Release the progress bar and the parts directory's lock (call in ``finally``)."""
+        self._close_bar()
+        if self._parts is not None:
+            self._parts.close()
+
+    def finish(self) -> ParquetRun:
+        """Count the failed rows, record the run, print its summary; raise if asked to."""
+        run = self.run
+        assert run is not None, "open() first"
+        run.failed_rows = _failed_rows(self.dest, self.evaluators)
+        run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - self.started
+        record_last(run.stats)
+        if self.progress:
+            print(run.summary(), file=sys.stderr)
+        if self.on_error == "raise" and run.failed_rows:
+            raise EvaluationFailed(
+                f"{run.failed_rows} rows have errors; see the *_error columns of {self.dest}",
+                pl.scan_parquet(self.dest),
+            )
+        return run
+
+    def _close_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+
+def _check_destination(destination: Path, files: Sequence[Path]) -> None:
+    if destination.is_dir():
+        raise InputError(f"destination {str(destination)!r} is a directory; name a file")
+    if destination.resolve() in files:
+        raise InputError(f"destination {str(destination)!r} is also a source; write elsewhere")
