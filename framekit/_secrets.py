@@ -219,25 +219,28 @@ def safe_url(url: str | None) -> str | None:
 
 # -- logs ----------------------------------------------------------------------------
 
-_registered: set[str] = set()
+# Longest first, so that a secret containing another is masked whole. Kept sorted when
+# it changes (every judge run registers its secrets), not on each log record read.
+_registered: tuple[str, ...] = ()
 _registry_lock = threading.Lock()
 _installed = False
 
 
 def register(secrets: Iterable[str]) -> None:
     """Make every log record of this process redact these secrets from now on."""
-    secrets = [s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH]
-    if not secrets:
+    global _registered
+    new = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} - set(_registered)
+    if not new:
         return
     with _registry_lock:
-        _registered.update(secrets)
+        merged = set(_registered) | new
+        _registered = tuple(sorted(merged, key=lambda s: (-len(s), s)))
     install_log_redaction()
 
 
 def registered() -> tuple[str, ...]:
     """The secrets registered so far, longest first."""
-    with _registry_lock:
-        return tuple(sorted(_registered, key=lambda s: (-len(s), s)))
+    return _registered
 
 
 def _redact_record(record: logging.LogRecord) -> None:

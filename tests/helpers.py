@@ -37,3 +37,12 @@ def retrieval_frame(n: int, distinct: int | None = None, label: str | None = Non
 
 
 MAPPING = {"input": "question", "context": "docs"}
+#: ``MAPPING`` and RetrievalRelevance as the ``framekit evaluate`` command takes them.
+RETRIEVAL_CLI_ARGS = (
+    "-e",
+    "retrieval_relevance",
+    "--map",
+    "input=question",
+    "--map",
+    "context=docs",
+)

@@ -12,6 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from tests.helpers import RETRIEVAL_CLI_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -107,12 +109,7 @@ def test_api_key_env_must_name_a_set_variable(tmp_path, rag_parquet):
         "runs.parquet",
         "-o",
         "o.parquet",
-        "-e",
-        "retrieval_relevance",
-        "--map",
-        "input=question",
-        "--map",
-        "context=docs",
+        *RETRIEVAL_CLI_ARGS,
         "--judge",
         "openai/x",
         "--api-key-env",
@@ -230,12 +227,7 @@ def test_processes_flag_scores_through_worker_processes_that_exit_with_the_comma
     command = framekit_command(
         "evaluate",
         "runs.parquet",
-        "-e",
-        "retrieval_relevance",
-        "--map",
-        "input=question",
-        "--map",
-        "context=docs",
+        *RETRIEVAL_CLI_ARGS,
         "--judge",
         "openai/sim",
         "--api-base",

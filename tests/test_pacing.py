@@ -11,8 +11,9 @@ import pytest
 
 import framekit as fk
 from framekit.engine.limiter import RateLimiter
-from framekit.engine.pacing import parse_reset, read_limits
+from framekit.engine.pacing import read_limits
 from framekit.evaluators import RetrievalRelevance
+from framekit.judges.faults import parse_retry_after
 from tests.helpers import MAPPING, retrieval_frame, sim_judge
 
 pytestmark = pytest.mark.usefixtures("transport")
@@ -97,7 +98,7 @@ def test_anthropic_and_openai_headers_are_read():
     assert openai is not None and (openai.rpm, openai.tpm) == (10000, 2000000)
     assert openai.requests_reset_s == 360
     assert read_limits({"content-type": "application/json"}) is None
-    assert parse_reset("1m30.5s") == 90.5 and parse_reset("garbage") is None
+    assert parse_retry_after("1m30.5s") == 90.5 and parse_retry_after("garbage") is None
 
 
 def test_the_simulator_enforces_one_second_windows_and_announces_them(simulator_factory):

@@ -17,7 +17,7 @@ import pytest
 import framekit as fk
 from framekit.analysis import write_html_report
 from framekit.evaluators import RetrievalRelevance
-from tests.helpers import API_KEY, MAPPING, sim_judge
+from tests.helpers import API_KEY, MAPPING, RETRIEVAL_CLI_ARGS, sim_judge
 from tests.test_cli import assert_input_error, framekit
 
 
@@ -109,12 +109,7 @@ def test_offline_scores_are_labelled_as_similarity_proxies(tmp_path):
     result = framekit(
         "evaluate",
         "in.parquet",
-        "-e",
-        "retrieval_relevance",
-        "--map",
-        "input=question",
-        "--map",
-        "context=docs",
+        *RETRIEVAL_CLI_ARGS,
         "--judge",
         "local",
         "-o",
@@ -260,12 +255,7 @@ def test_dry_run_refuses_existing_result_columns_like_the_real_run(tmp_path):
     args = (
         "evaluate",
         "in.parquet",
-        "-e",
-        "retrieval_relevance",
-        "--map",
-        "input=question",
-        "--map",
-        "context=docs",
+        *RETRIEVAL_CLI_ARGS,
         "--judge",
         "local",
         "--dry-run",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import pickle
 import subprocess
@@ -136,3 +137,16 @@ def test_http_classifies_a_url_its_client_refuses_as_configuration_like_litellm(
     fault = asyncio.run(call())
     assert isinstance(fault, fk.judges.Fault) and fault.kind == "config", fault
     assert "api_base" in fault.reason and API_KEY not in fault.reason
+
+
+def test_a_copy_sends_with_its_own_settings_and_without_key_holds_none():
+    judge = fk.Judge("openai/gpt-4o-mini", api_key="sk-explicit-CANARY-99", transport="http")
+    clone = copy.copy(judge)
+    clone.api_base = "http://127.0.0.1:9/v1"
+    # The copy's transport is its own: it sends where the copy says, the original is
+    # untouched (a shared transport would send the copy's calls with the original's).
+    assert clone._transport.judge is clone and judge._transport.judge is judge
+    keyless = judge.without_key()
+    assert b"CANARY-99" not in pickle.dumps(keyless)
+    assert "CANARY-99" not in repr(keyless)
+    assert judge.secrets == ["sk-explicit-CANARY-99"]  # the original keeps its key

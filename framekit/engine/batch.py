@@ -34,9 +34,10 @@ from framekit.engine.cache import Cache
 from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
-from framekit.judges.batch import BatchClient, BatchStatus, batch_price, client_for
+from framekit.judges.batch import BatchClient, BatchStatus, client_for
 from framekit.judges.batch.base import BatchHTTPError
 from framekit.judges.litellm_judge import Judge
+from framekit.judges.pricing import cost as price_of
 from framekit.judges.structured import ParseFailure, build_call_kwargs, parse_answer, reask_message
 from framekit.judges.transport import Mode
 
@@ -352,7 +353,9 @@ class BatchExecutor:
                 error = self._redact(line.error)
                 self._line_failed(key, m, error, line.retryable and not cancelled, followups)
                 continue
-            cost = batch_price(self.judge.model, line.prompt_tokens, line.completion_tokens)
+            cost = price_of(
+                self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True
+            )
             tokens = line.prompt_tokens + line.completion_tokens
             self.stats.tokens += tokens
             self.stats.batch_requests += 1

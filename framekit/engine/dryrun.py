@@ -16,7 +16,6 @@ have no cost).
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,9 +32,9 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_recor
 from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
-from framekit.judges.batch.pricing import batch_price
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.pricing import cost
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
@@ -210,10 +209,8 @@ def plan_requests(
         prompt = chars // 4
         plan.prompt_tokens += prompt
         plan.answer_tokens += ANSWER_TOKENS
-        price = _price(model, prompt, ANSWER_TOKENS)
-        if batch:
-            plan.batch_requests += 1
-            price = batch_price(model, prompt, ANSWER_TOKENS)
+        plan.batch_requests += int(batch)
+        price = cost(model, prompt, ANSWER_TOKENS, batch=batch)
         if price is None:
             plan.cost_known = False
         else:
@@ -228,27 +225,6 @@ def plan_requests(
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
     return plan
-
-
-@functools.lru_cache(maxsize=256)
-def _unit_prices(model: str) -> tuple[float, float] | None:
-    """(per prompt token, per answer token) from litellm's public ``cost_per_token``."""
-    from framekit.judges._litellm import litellm
-
-    try:
-        prompt, answer = litellm().cost_per_token(
-            model=model, prompt_tokens=1_000_000, completion_tokens=1_000_000
-        )
-    except Exception:  # litellm raises for a model it has no price for
-        return None
-    return float(prompt) / 1_000_000, float(answer) / 1_000_000
-
-
-def _price(model: str, prompt: int, answer: int) -> float | None:
-    prices = _unit_prices(model)
-    if prices is None:
-        return None
-    return prices[0] * prompt + prices[1] * answer
 
 
 def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> int:

@@ -9,13 +9,10 @@ is a duration (``"1s"``, ``"6m0s"``, ``"120ms"``) or an RFC 3339 time.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
-_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+from framekit.judges.faults import parse_retry_after
 
 
 @dataclass(frozen=True)
@@ -26,33 +23,6 @@ class Announced:
     tpm: float | None = None
     requests_left: float | None = None
     requests_reset_s: float | None = None
-
-
-def parse_reset(value: str | None, now: float | None = None) -> float | None:
-    """Seconds until a limit resets: ``"1s"``, ``"6m0s"``, ``"20ms"``, ``"0.5"``, or an
-    RFC 3339 time (Anthropic).
-
-    Examples
-    --------
-    >>> parse_reset("6m0s"), parse_reset("120ms"), parse_reset("2")
-    (360.0, 0.12, 2.0)
-    """
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    parts = _DURATION.findall(value)
-    if parts and "".join(n + u for n, u in parts) == value:
-        return sum(float(n) * _UNIT_S[u] for n, u in parts)
-    try:
-        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    stamp = datetime.now(when.tzinfo).timestamp() if now is None else now
-    return max(0.0, when.timestamp() - stamp)
 
 
 def _number(value: str | None) -> float | None:
@@ -80,13 +50,13 @@ def read_limits(headers: Mapping[str, str]) -> Announced | None:
             rpm=_number(get("x-ratelimit-limit-requests")),
             tpm=_number(get("x-ratelimit-limit-tokens")),
             requests_left=_number(get("x-ratelimit-remaining-requests")),
-            requests_reset_s=parse_reset(get("x-ratelimit-reset-requests")),
+            requests_reset_s=parse_retry_after(get("x-ratelimit-reset-requests")),
         )
     if "anthropic-ratelimit-requests-limit" in headers:
         return Announced(
             rpm=_number(get("anthropic-ratelimit-requests-limit")),
             tpm=_number(get("anthropic-ratelimit-tokens-limit")),
             requests_left=_number(get("anthropic-ratelimit-requests-remaining")),
-            requests_reset_s=parse_reset(get("anthropic-ratelimit-requests-reset")),
+            requests_reset_s=parse_retry_after(get("anthropic-ratelimit-requests-reset")),
         )
     return None

@@ -10,13 +10,18 @@ stops the run because every other row would fail the same way.
 from __future__ import annotations
 
 import email.utils
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from framekit import _secrets
 from framekit.judges.structured import one_line
+
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal", "config"]
 
@@ -38,6 +43,22 @@ class Fault:
     status: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def rate_limited(cls, headers: Mapping[str, str]) -> Fault:
+        """A 429, paused for as long as its headers say (every transport words it so)."""
+        return cls(
+            "rate_limited",
+            "HTTP 429 rate limited",
+            retry_after_from(headers),
+            status=429,
+            headers=headers,
+        )
+
+    @classmethod
+    def rejected_credentials(cls, name: str, status: int | None) -> Fault:
+        """A 401/403: the run stops, since every other call would fail the same way."""
+        return cls("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
+
 
 class FaultRaised(Exception):
     """A call that failed and was already classified where it was made (a transport, a
@@ -48,13 +69,15 @@ class FaultRaised(Exception):
         self.fault = fault
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` as seconds: a number, or an HTTP date relative to now.
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait, in every form endpoints write it: a number of seconds or an HTTP
+    date (``Retry-After``), a duration (``"6m0s"``, ``"120ms"``: OpenAI's
+    ``x-ratelimit-reset-*``) or an RFC 3339 time (Anthropic's ``*-reset``).
 
     Examples
     --------
-    >>> parse_retry_after("2")
-    2.0
+    >>> parse_retry_after("2"), parse_retry_after("6m0s"), parse_retry_after("120ms")
+    (2.0, 360.0, 0.12)
     >>> parse_retry_after(None) is None
     True
     """
@@ -65,11 +88,18 @@ def parse_retry_after(value: str | None) -> float | None:
         return max(0.0, float(value))
     except ValueError:
         pass
+    parts = _DURATION.findall(value)
+    if parts and "".join(n + u for n, u in parts) == value:
+        return sum(float(n) * _UNIT_S[u] for n, u in parts)
+    when: datetime | None = None
     try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
 
 
 def retry_after_from(headers: Mapping[str, str]) -> float | None:

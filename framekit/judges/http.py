@@ -259,17 +259,9 @@ class HttpTransport:
         message, code = _error_message(payload)
         reason = redact(f"{name}: {one_line(message, 160)}", self.secrets)
         if status == 429:
-            return Fault(
-                "rate_limited",
-                "HTTP 429 rate limited",
-                retry_after_from(headers),
-                status=429,
-                headers=headers,
-            )
+            return Fault.rate_limited(headers)
         if status in (401, 403):
-            return Fault(
-                "auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})"
-            )
+            return Fault.rejected_credentials(name, status)
         if status in (408, 409) or status >= 500:
             return Fault("transient", reason, retry_after_from(headers), status=status)
         low = message.lower()

@@ -22,7 +22,6 @@ from framekit.judges.faults import (
     never_connected,
     parse_retry_after,
     redact,
-    retry_after_from,
 )
 from framekit.judges.structured import one_line
 from framekit.judges.transport import keep_headers
@@ -47,16 +46,9 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
     lm = _litellm.litellm()
     status = _status(exc)
     if isinstance(exc, lm.RateLimitError) or status == 429:
-        headers = _headers(exc)
-        return Fault(
-            "rate_limited",
-            "HTTP 429 rate limited",
-            retry_after_from(headers),
-            status=429,
-            headers=headers,
-        )
+        return Fault.rate_limited(_headers(exc))
     if isinstance(exc, (lm.AuthenticationError, lm.PermissionDeniedError)) or status in (401, 403):
-        return Fault("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
+        return Fault.rejected_credentials(name, status)
     if isinstance(exc, lm.ContextWindowExceededError):
         return Fault("fatal", "prompt exceeds the judge's context window")
     if isinstance(exc, lm.Timeout):

@@ -7,6 +7,7 @@ knows how to make *one* call, here or in its worker processes
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 from types import TracebackType
@@ -211,6 +212,30 @@ class Judge:
             f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
             f"tpm={self.tpm}{workers}, transport={self.transport!r}{key})"
         )
+
+    def __copy__(self) -> Judge:
+        # The transport points back at its judge: a shallow copy that shared it would
+        # send with the original's key and settings. The copy gets its own.
+        clone = object.__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._transport = clone._make_transport(self.transport)
+        return clone
+
+    def without_key(self) -> Judge:
+        """A copy holding no API key, nor anything derived from it (its redaction list
+        included): it looks for one again where it runs, when a run starts
+        (``$FRAMEKIT_API_KEY``, the provider's variable). For a judge sent to other
+        processes or machines, whose environment holds the key.
+
+        Examples
+        --------
+        >>> Judge("openai/gpt-4o-mini", api_key="sk-secret-123").without_key()
+        Judge('openai/gpt-4o-mini', concurrency=16, rpm=None, tpm=None, transport='http')
+        """
+        clone = copy.copy(self)
+        clone._api_key = None
+        clone._secrets = ()
+        return clone
 
     # -- the transport ---------------------------------------------------------------
     @property

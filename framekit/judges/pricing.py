@@ -1,8 +1,10 @@
 """Prices per token, looked up once per model through litellm's public price table.
 
-The HTTP transport prices its calls without importing litellm on the hot path: it asks
-:func:`price_per_token` once per run (in a thread, so the event loop is not blocked by the
-import) and multiplies ``usage`` by the answer. A judge on a custom ``api_base``
+The one place framekit prices a call: the HTTP transport (per answer), the batch path
+(at the providers' batch prices) and the dry run (an estimate) all ask here. litellm is
+imported on the first lookup, never on the hot path: the HTTP transport asks
+:func:`price_per_token` once per run (in a thread, so the event loop is not blocked by
+the import) and multiplies ``usage`` by the answer. A judge on a custom ``api_base``
 (self-hosted, a proxy, another provider) has no known price: OpenAI's list prices would
 be wrong there, so its cost stays unknown rather than invented.
 """
@@ -11,6 +13,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+
+#: OpenAI, Azure OpenAI and Anthropic bill batch requests at half price, where the price
+#: table gives no batch price of its own.
+BATCH_DISCOUNT = 0.5
 
 
 @dataclass(frozen=True)
@@ -42,3 +48,37 @@ def price_per_token(model: str) -> Price | None:
     except Exception:  # litellm raises for a model missing from its table
         return None
     return Price(float(prompt), float(completion))
+
+
+@functools.lru_cache(maxsize=64)
+def batch_price_per_token(model: str) -> Price | None:
+    """The batch-API price of ``model``: the table's own batch price
+    (``input_cost_per_token_batches``), else half the list price; ``None`` when unknown.
+
+    Examples
+    --------
+    >>> batch_price_per_token("openai/gpt-4o-mini").cost(1_000_000, 0)  # doctest: +SKIP
+    0.075
+    """
+    from framekit.judges import _litellm
+
+    listed = price_per_token(model)
+    if listed is None:
+        return None
+    table = getattr(_litellm.litellm(), "model_cost", None) or {}
+    entry = table.get(model) or table.get(model.split("/", 1)[-1]) or {}
+    prompt = entry.get("input_cost_per_token_batches")
+    answer = entry.get("output_cost_per_token_batches")
+    return Price(
+        float(prompt) if prompt is not None else listed.prompt * BATCH_DISCOUNT,
+        float(answer) if answer is not None else listed.completion * BATCH_DISCOUNT,
+    )
+
+
+def cost(
+    model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
+) -> float | None:
+    """US dollars for one call of ``model`` (at the batch price with ``batch``); ``None``
+    when the model has no known price."""
+    price = batch_price_per_token(model) if batch else price_per_token(model)
+    return None if price is None else price.cost(prompt_tokens, completion_tokens)

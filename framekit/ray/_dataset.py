@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 from collections.abc import Mapping, Sequence
 
@@ -76,14 +75,7 @@ def run_spec(
         # The spec travels through Ray's object store (which may spill to disk): a key
         # that came from the environment is left out and read from each worker's own.
         if resolved._api_key and resolved._api_key == os.environ.get(ENV_API_KEY):
-            resolved = copy.copy(resolved)
-            resolved._api_key = None
-            # Its redaction list holds the key too; each worker collects its own at the
-            # start of its run (Judge.prepare), from the same environment.
-            resolved._secrets = ()
-            # The copy's transport must be its own: the original's points back at the
-            # original judge, key and all.
-            resolved._transport = resolved._make_transport(resolved.transport)
+            resolved = resolved.without_key()
             key_from_env = True
     return RunSpec(
         evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env

@@ -15,7 +15,6 @@ from framekit._errors import JudgeConfigurationError
 from framekit.judges.batch.anthropic import AnthropicBatchClient
 from framekit.judges.batch.base import TERMINAL, BatchClient, BatchStatus, LineResult, env_key
 from framekit.judges.batch.openai import OpenAIBatchClient
-from framekit.judges.batch.pricing import batch_price
 from framekit.judges.http import resolve_endpoint
 
 if TYPE_CHECKING:
@@ -28,7 +27,6 @@ __all__ = [
     "BatchStatus",
     "LineResult",
     "OpenAIBatchClient",
-    "batch_price",
     "client_for",
     "make_client",
 ]
