@@ -199,14 +199,18 @@ def test_dry_run_sends_nothing_and_predicts_the_real_run(tmp_path, rag_parquet, 
     assert judge_simulator.stats()["chat"] == planned  # everything came from the cache
 
 
-def _worker_pids_marked(mark: str) -> list[int]:
-    """Live judge worker processes whose environment carries ``mark``."""
+def _worker_pids_marked(mark: str, parent: int | None = None) -> list[int]:
+    """Live judge worker processes whose environment carries ``mark`` (children of
+    ``parent`` only, when given: a worker's own short-lived forks carry its command line
+    until they exec, and are not workers)."""
     found = []
     for proc in Path("/proc").iterdir():
         try:
             worker = b"framekit.judges.workers" in (proc / "cmdline").read_bytes()
             marked = worker and mark.encode() in (proc / "environ").read_bytes()
-            if marked and (proc / "stat").read_text().split()[2] != "Z":
+            stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            alive, ppid = stat[0] != "Z", int(stat[1])
+            if marked and alive and (parent is None or ppid == parent):
                 found.append(int(proc.name))
         except (OSError, ValueError):
             continue
@@ -244,7 +248,7 @@ def test_processes_flag_scores_through_worker_processes_that_exit_with_the_comma
     proc = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
     seen: set[int] = set()
     while proc.poll() is None:
-        seen.update(_worker_pids_marked(mark))
+        seen.update(_worker_pids_marked(mark, parent=proc.pid))
         time.sleep(0.05)
     assert proc.returncode == 0, proc.stderr.read() if proc.stderr else ""
     assert len(seen) == 2, "the calls were made by two worker processes"
