@@ -117,6 +117,7 @@ async def aevaluate_dataframe(
         notes.append(await fit_to_context(records, judge_of_ev))
         jobs.append(Job(ev, judge_of_ev, records, weights))
         inverses.append(inverse)
+    del records  # the jobs own them now; the planner drops them once prepared
 
     stats = RunStats(rows=base.height, evaluations=base.height * len(evs))
     resolved_cache = resolve_cache(cache)

@@ -402,6 +402,43 @@ def test_progress_callable_is_told_of_every_evaluation_and_nothing_is_printed(
     assert capsys.readouterr().err == ""
 
 
+class _Picky(RetrievalRelevance):
+    """Cannot build the prompt of one record, nor read the verdict of another."""
+
+    def build_request(self, record):
+        if "unbuildable" in record["input"]:
+            raise fk.RecordError("this prompt cannot be built")
+        return super().build_request(record)
+
+    def verdict(self, record, answer, vectors=None):
+        if "unreadable" in record["input"]:
+            raise fk.RecordError("this verdict cannot be read")
+        return super().verdict(record, answer, vectors)
+
+
+def test_progress_counts_each_row_once_as_what_it_came_to(judge_simulator, tmp_path):
+    # Rows failing at each stage: preparing (a null question), building the prompt, and
+    # reading the answer (two identical rows); the bar must add up to the error column.
+    questions = ["a", "b", "a", None, "unbuildable", "unreadable", "unreadable"]
+    df = pl.DataFrame({"question": questions, "docs": [["d"]] * len(questions)})
+    events: list[tuple[int, str]] = []
+    out = fk.evaluate_dataframe(
+        df,
+        [_Picky(name="picky")],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+        progress=lambda n, kind: events.append((n, kind)),
+    )
+    failed = out["picky_error"].is_not_null()
+    assert failed.to_list() == [False, False, False, True, True, True, True]
+    assert sum(n for n, kind in events if kind == "failed") == 4
+    assert sum(n for n, kind in events if kind == "done") == 3
+    assert sum(n for n, _ in events) == len(questions)  # each row once
+    assert out["picky_error"][5] == "this verdict cannot be read"
+    assert judge_simulator.stats()["chat"] == 3  # a, b, unreadable
+
+
 @pytest.mark.parametrize(
     ("requests", "busy", "processes", "transport", "expected"),
     [

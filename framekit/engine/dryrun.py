@@ -183,10 +183,12 @@ def plan_requests(
             jobs.append(Job(ev, judge_for(ev), records, weights))
         # The planner's own steps: the records a real run prepares, the requests it plans.
         prepared = prepare_records(jobs)
-        for key, planned in plan_chats(jobs, prepared).items():
+        planned_chats = plan_chats(jobs, prepared)
+        for key, planned in planned_chats.items():
             if key not in chats:
                 j, _ = planned.slots[0]
-                chars = sum(len(str(m.get("content") or "")) for m in planned.request.messages)
+                messages = planned_chats.request(key).messages
+                chars = sum(len(str(m.get("content") or "")) for m in messages)
                 batch = bool(getattr(planned.judge, "batch", False))
                 chats[key] = (jobs[j].evaluator.name, planned.judge.model, chars, batch)
         for job, rows in zip(jobs, prepared):

@@ -11,7 +11,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from framekit.judges.resolve import resolve_judge
 from framekit.judges.structured import one_line
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordResult:
     """One evaluator's result for one distinct record (shared by its duplicate rows)."""
 
@@ -54,7 +54,7 @@ class Job:
 
     evaluator: Evaluator
     judge: Judge | LocalJudge
-    records: Sequence[Mapping[str, Any]]
+    records: Sequence[Mapping[str, Any]]  # emptied once prepared (see prepare_records)
     weights: Sequence[int] = ()  # rows behind each record (default: one each)
     results: list[RecordResult] = field(default_factory=list)
 
@@ -116,13 +116,57 @@ def _schema_bytes(schema: dict[str, Any]) -> bytes:
 Slot = tuple[int, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class PlannedChat:
-    """One distinct chat request, and every record of every job waiting for its answer."""
+    """One distinct chat request: the judge that answers it, and every record of every job
+    waiting for its answer (the first of them renders the request, see :class:`ChatPlan`)."""
 
     judge: Judge
-    request: ChatRequest
     slots: list[Slot] = field(default_factory=list)
+
+
+class ChatPlan(Mapping[str, PlannedChat]):
+    """The distinct chat requests of a run, by cache key, in order of first use.
+
+    The plan keeps keys and slots, not prompts: a request is rendered again from its first
+    record when it is sent (about 10 µs) and dropped once answered. A run thus holds the
+    prompts in flight instead of every prompt of the frame at once, which in a
+    100,000-row run was the largest thing in memory.
+    """
+
+    def __init__(self, jobs: Sequence[Job], prepared: list[list[dict[str, Any] | None]]) -> None:
+        self.jobs, self.prepared = jobs, prepared
+        self.chats: dict[str, PlannedChat] = {}
+
+    def __getitem__(self, key: str) -> PlannedChat:
+        return self.chats[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.chats)
+
+    def __len__(self) -> int:
+        return len(self.chats)
+
+    def request(self, key: str) -> ChatRequest:
+        """The request behind ``key``, rendered from the first record that asks it."""
+        j, i = self.chats[key].slots[0]
+        record = self.prepared[j][i]
+        assert record is not None, "a planned record is never dropped"
+        return self.jobs[j].evaluator.build_request(record)
+
+    def requests(self, keys: Sequence[str]) -> Iterable[tuple[str, ChatRequest]]:
+        """``(key, request)`` for ``keys``, each rendered as it is taken; iterable again
+        (the batch path reads it twice)."""
+        return _Rendered(self, keys)
+
+
+@dataclass
+class _Rendered:
+    plan: ChatPlan
+    keys: Sequence[str]
+
+    def __iter__(self) -> Iterator[tuple[str, ChatRequest]]:
+        return ((key, self.plan.request(key)) for key in self.keys)
 
 
 @dataclass
@@ -148,7 +192,11 @@ def prepare_records(
     jobs: Sequence[Job], report: ProgressFn | None = None
 ) -> list[list[dict[str, Any] | None]]:
     """Each job's records as its evaluator prepares them; ``None`` (and the record's
-    error in ``job.results``) where a record cannot be evaluated."""
+    error in ``job.results``) where a record cannot be evaluated.
+
+    The prepared records replace ``job.records``, which is emptied: nothing reads a raw
+    record again, and a large frame would otherwise be held twice.
+    """
     report = report or (lambda n, kind: None)
     prepared: list[list[dict[str, Any] | None]] = []
     for job in jobs:
@@ -160,7 +208,7 @@ def prepare_records(
             except RecordError as exc:
                 rows.append(None)
                 job.results[i].error = str(exc)
-                report(job.weights[i], "failed")
+                _report(job, i, report)
                 continue
             known = job.evaluator.known_verdict(ready)
             if known is None:
@@ -171,21 +219,21 @@ def prepare_records(
             settled = job.results[i]
             _apply(settled, known)
             settled.tokens, settled.cost_usd, settled.cached = 0, 0.0, False
-            settled.latency_s, settled.reported = 0.0, True
-            report(job.weights[i], "done")
+            settled.latency_s = 0.0
+            _report(job, i, report)
+        job.records = ()
         prepared.append(rows)
     return prepared
 
 
-def plan_chats(
-    jobs: Sequence[Job], prepared: list[list[dict[str, Any] | None]]
-) -> dict[str, PlannedChat]:
+def plan_chats(jobs: Sequence[Job], prepared: list[list[dict[str, Any] | None]]) -> ChatPlan:
     """The distinct chat requests of LLM-judged jobs, by cache key, in order of first use.
 
     A record whose request cannot be built gets its error in ``job.results`` and ``None``
     in ``prepared``. The dry run reads the same plan, so its counts match a real run's.
     """
-    plan: dict[str, PlannedChat] = {}
+    plan = ChatPlan(jobs, prepared)
+    chats = plan.chats
     for j, (job, rows) in enumerate(zip(jobs, prepared)):
         judge = job.judge
         if not isinstance(judge, Judge):
@@ -201,9 +249,9 @@ def plan_chats(
                 rows[i] = None
                 continue
             key = chat_key(prefix, request)
-            planned = plan.get(key)
+            planned = chats.get(key)
             if planned is None:
-                planned = plan[key] = PlannedChat(judge, request)
+                planned = chats[key] = PlannedChat(judge)
             planned.slots.append((j, i))
     return plan
 
@@ -220,16 +268,9 @@ async def run_jobs(
     prepared = prepare_records(jobs, report)
     answers = await _chat_stage(jobs, prepared, cache, stats, report, show_embedding_progress)
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
-    for job, rows in zip(jobs, prepared):
-        for i, record in enumerate(rows):
-            result = job.results[i]
-            if record is None or result.error is not None or result.reported:
-                continue
-            if job.judge.kind == "llm":
-                report(job.weights[i], "cached" if result.cached else "done")
-            else:
-                report(job.weights[i], "done")
     for job in jobs:
+        for i in range(len(job.results)):
+            _report(job, i, report)  # what no stage has counted yet (e.g. a request not built)
         failed = sum(w for r, w in zip(job.results, job.weights) if r.error)
         stats.failures += failed
         if failed:
@@ -244,29 +285,32 @@ async def _chat_stage(
     report: ProgressFn,
     show: bool = False,
 ) -> dict[Slot, dict[str, Any]]:
-    """Answers of LLM judges, by slot."""
+    """Ask the LLM judges. A record whose verdict needs nothing more gets it as its answer
+    arrives (the answer is not kept); the answers that embeddings must follow are
+    returned, by slot."""
     plan = plan_chats(jobs, prepared)
     stats.unique_requests += len(plan)
     answers: dict[Slot, dict[str, Any]] = {}
 
     def settle(key: str, outcome: Outcome) -> None:
-        for j, i in plan[key].slots:
-            result = jobs[j].results[i]
+        # A settled request leaves the plan: a long run's plan shrinks as results grow.
+        planned = plan.chats.pop(key, None)
+        for j, i in planned.slots if planned is not None else ():
+            job = jobs[j]
+            result = job.results[i]
             result.tokens, result.cost_usd = outcome.tokens, outcome.cost_usd
             result.cached, result.latency_s = outcome.cached, outcome.latency_s
             if outcome.answer is None:
                 result.error = outcome.error
-                report(jobs[j].weights[i], "failed")
-            else:
+            elif _embeds(job.evaluator):
                 answers[(j, i)] = outcome.answer
-                if not _embeds(jobs[j].evaluator):
-                    # Nothing follows the answer: count it now, so that the bar moves
-                    # during an hours-long run instead of jumping at the end.
-                    result.reported = True
-                    report(
-                        jobs[j].weights[i],
-                        "cached" if outcome.cached else "done",
-                    )
+                continue
+            else:
+                record = prepared[j][i]
+                assert record is not None
+                _judge_verdict(job, i, record, outcome.answer, [])
+            # Counted now, so that the bar moves during an hours-long run.
+            _report(job, i, report)
 
     hits = cache.get_many(plan)
     for key, entry in hits.items():
@@ -277,20 +321,19 @@ async def _chat_stage(
                 entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True
             ),
         )
-    # The misses, grouped by judge: each judge sends its own under its own limits.
-    misses: dict[int, tuple[Judge, list[tuple[str, ChatRequest]]]] = {}
+    del hits
+    # What is left are the misses, grouped by judge: each sends under its own limits.
+    misses: dict[int, tuple[Judge, list[str]]] = {}
     for key, planned in plan.items():
-        if key not in hits:
-            group = misses.setdefault(id(planned.judge), (planned.judge, []))
-            group[1].append((key, planned.request))
+        misses.setdefault(id(planned.judge), (planned.judge, []))[1].append(key)
     await asyncio.gather(
         *(
             (
-                BatchExecutor(judge, cache, stats, show).run(items, settle)
+                BatchExecutor(judge, cache, stats, show).run(plan.requests(keys), settle)
                 if getattr(judge, "batch", False)
-                else ChatExecutor(judge, cache, stats).run(items, settle)
+                else ChatExecutor(judge, cache, stats).run(plan.requests(keys), settle)
             )
-            for judge, items in misses.values()
+            for judge, keys in misses.values()
         )
     )
     return answers
@@ -304,11 +347,14 @@ async def _embedding_stage(
     stats: RunStats,
     show_progress: bool,
 ) -> None:
-    """Embed what verdicts need, then turn answers and vectors into verdicts."""
+    """Embed what verdicts still need (the offline judge's records, and LLM answers that
+    embeddings follow), then turn them into verdicts."""
     needs: list[EmbeddingNeed] = []
     batches: dict[str, EmbeddingBatch] = {}
     for j, (job, rows) in enumerate(zip(jobs, prepared)):
-        ev = job.evaluator
+        ev, local = job.evaluator, isinstance(job.judge, LocalJudge)
+        if not local and not _embeds(ev):
+            continue  # judged as its answers arrived
         for i, record in enumerate(rows):
             if record is None or job.results[i].error is not None:
                 continue
@@ -351,20 +397,45 @@ async def _embedding_stage(
             result.error = source.error
             continue
         vecs = [source.vectors[t] for t in need.texts] if source is not None else []
+        if not isinstance(job.judge, LocalJudge):
+            _judge_verdict(job, i, record, answers.pop((j, i)), vecs)
+            continue
         try:
-            if isinstance(job.judge, LocalJudge):
-                verdict = job.evaluator.local_verdict(record, vecs)
-                result.tokens, result.cost_usd, result.cached = 0, 0.0, False
-                stats.cost_usd = stats.cost_usd or 0.0  # the offline judge is free
-            else:
-                verdict = job.evaluator.verdict(record, answers[(j, i)], vecs or None)
+            verdict = job.evaluator.local_verdict(record, vecs)
         except RecordError as exc:
             result.error = str(exc)
             continue
-        except (KeyError, ValueError, TypeError) as exc:
-            result.error = f"could not read the judge's answer: {type(exc).__name__}: {one_line(str(exc), 120)}"
-            continue
+        result.tokens, result.cost_usd, result.cached = 0, 0.0, False
+        stats.cost_usd = stats.cost_usd or 0.0  # the offline judge is free
         _apply(result, verdict)
+
+
+def _judge_verdict(
+    job: Job, i: int, record: dict[str, Any], answer: dict[str, Any], vecs: list[np.ndarray]
+) -> None:
+    """Turn an LLM judge's answer into record ``i``'s verdict, or its error."""
+    result = job.results[i]
+    try:
+        verdict = job.evaluator.verdict(record, answer, vecs or None)
+    except RecordError as exc:
+        result.error = str(exc)
+        return
+    except (KeyError, ValueError, TypeError) as exc:
+        result.error = (
+            f"could not read the judge's answer: {type(exc).__name__}: {one_line(str(exc), 120)}"
+        )
+        return
+    _apply(result, verdict)
+
+
+def _report(job: Job, i: int, report: ProgressFn) -> None:
+    """Count record ``i`` of ``job`` on the progress bar once, as what it came to."""
+    result = job.results[i]
+    if result.reported:
+        return
+    result.reported = True
+    kind = "failed" if result.error else "cached" if result.cached else "done"
+    report(job.weights[i], kind)
 
 
 def _embeds(evaluator: Evaluator) -> bool:
