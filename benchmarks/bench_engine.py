@@ -234,7 +234,7 @@ import sys, time
 import framekit as fk
 from benchmarks.bench_engine import MAPPING, frame
 from framekit.evaluators import RetrievalRelevance
-judge = fk.Judge("openai/sim", api_base="http://127.0.0.1:9", api_key="sk-bench")
+judge = fk.Judge("openai/sim", api_base=sys.argv[3], api_key="sk-bench")
 df = frame(int(sys.argv[1]))
 started = time.perf_counter()
 out = fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=sys.argv[2], progress=False)
@@ -244,19 +244,19 @@ print(time.perf_counter() - started, out["retrieval_relevance_score"].is_not_nul
 
 def cached_rerun(rows: int) -> dict[str, object]:
     """Fill the cache, then re-run in a fresh interpreter, as a user re-running a script
-    would (the endpoint given to the re-run does not even exist)."""
+    would. The re-run names the same endpoint (it is part of the cache key), which has
+    been stopped by then: one request would fail the run."""
     df = frame(rows)
     root = Path(__file__).resolve().parents[1]
-    with (
-        tempfile.TemporaryDirectory() as cache_dir,
-        JudgeSimulator.subprocess(SimulatorConfig()) as sim,
-    ):
-        judge = fk.Judge("openai/sim", api_base=sim.api_base, api_key="sk-bench", concurrency=64)
-        cold, _ = timed_run(df, judge, cache_dir)
+    with tempfile.TemporaryDirectory() as cache_dir:
+        with JudgeSimulator.subprocess(SimulatorConfig()) as sim:
+            api_base = sim.api_base
+            judge = fk.Judge("openai/sim", api_base=api_base, api_key="sk-bench", concurrency=64)
+            cold, _ = timed_run(df, judge, cache_dir)
         runs = []
         for _ in range(3):
             line = subprocess.check_output(
-                [sys.executable, "-c", _RERUN, str(rows), cache_dir], cwd=root, text=True
+                [sys.executable, "-c", _RERUN, str(rows), cache_dir, api_base], cwd=root, text=True
             ).split()
             runs.append(float(line[0]))
             assert int(line[1]) == rows and line[2] == "False"
