@@ -329,7 +329,8 @@ SIGINT_SCRIPT = textwrap.dedent(
     from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
     api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
-    _litellm.litellm()
+    if transport == "litellm":
+        _litellm.litellm()  # imported before the run, as in a session that used it already
     judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4,
                      transport=transport)
     try:
