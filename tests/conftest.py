@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +22,15 @@ def _isolated_cache_dir(
 ) -> None:
     """No test writes to the user's real cache directory."""
     monkeypatch.setenv("FRAMEKIT_CACHE_DIR", str(tmp_path_factory.mktemp("default-cache")))
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that refuses connections for the whole test: bound (so no other
+    test, on any xdist worker, can start a server there meanwhile) but not listening."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 @pytest.fixture(params=["http", "litellm"])
