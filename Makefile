@@ -34,9 +34,13 @@ $(PHOENIX_VENV)/bin/phoenix:
 
 phoenix: $(PHOENIX_VENV)/bin/phoenix
 
+# Most tests wait (on subprocesses, simulated latency, Ray, Phoenix) rather than compute:
+# four pytest-xdist workers keep two cores busy. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 4
+
 test: lint
 	-$(MAKE) phoenix
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
 demo: $(STAMP)
 	$(VENV)/bin/framekit demo

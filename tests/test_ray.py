@@ -215,8 +215,8 @@ def _quiet(sim, seconds: float = 1.5) -> None:  # type: ignore[no-untyped-def]
 def test_killed_driver_rerun_pays_only_for_calls_in_flight(
     ray_cluster, simulator_factory, tmp_path
 ):
-    sim = simulator_factory(latency=0.1)
-    rows, workers, concurrency = 400, 2, 4
+    sim = simulator_factory(latency=0.05)
+    rows, workers, concurrency = 200, 2, 4
     retrieval_frame(rows).write_parquet(tmp_path / "runs.parquet", row_group_size=40)
     # Not FRAMEKIT_API_KEY: that one is read from the workers' own environment (the Ray
     # instance's, started by this test session), where it is not set.

@@ -17,22 +17,21 @@ from tests.helpers import MAPPING, retrieval_frame, sim_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# Each worker imports litellm first, reports "ready", and starts scoring when told to, so
-# that the two runs really overlap in time rather than in turn.
+# Each worker imports and builds everything first, reports "ready", and starts scoring
+# when told to, so that the two runs really overlap in time rather than in turn. (The judge
+# speaks HTTP: an openai/ model with an api_base; litellm is never imported.)
 WORKER = textwrap.dedent(
     """
     import json, sys
     import framekit as fk
     from framekit.evaluators import RetrievalRelevance
-    from framekit.judges import _litellm
     from tests.helpers import MAPPING, retrieval_frame
 
     api_base, cache, start, stop = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    _litellm.litellm()
-    print("ready", flush=True)
-    sys.stdin.readline()
     frame = retrieval_frame(stop, label="relevant").slice(start)
     judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key="sk-x", concurrency=8)
+    print("ready", flush=True)
+    sys.stdin.readline()
     out = fk.evaluate_dataframe(frame, [RetrievalRelevance()], MAPPING, judge=judge,
                                 cache=cache, progress=False)
     stats = fk.last_run()

@@ -89,15 +89,10 @@ def test_key_from_openai_api_key_echoed_in_error_bodies_is_redacted(
 
 
 @pytest.mark.usefixtures("transport")
-def test_credentials_in_api_base_never_appear_in_the_unreachable_error(no_keys):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def test_credentials_in_api_base_never_appear_in_the_unreachable_error(no_keys, closed_port):
     judge = fk.Judge(
         "openai/sim-judge",
-        api_base=f"http://127.0.0.1:{port}/v1?key={API_KEY}",
+        api_base=f"http://127.0.0.1:{closed_port}/v1?key={API_KEY}",
         api_key="x-none",
         transport=helpers.TRANSPORT,
     )

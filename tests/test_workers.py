@@ -37,6 +37,10 @@ def sim() -> Iterator[JudgeSimulator]:
 @pytest.fixture(scope="module")
 def pooled(sim: JudgeSimulator) -> Iterator[fk.Judge]:
     with sim_judge(sim, processes=2, concurrency=16, max_retries=3) as judge:
+        # Start the workers here, not in whichever test happens to run first: a test
+        # that reaches into the pool finds it whatever the order (or the xdist worker).
+        fk.evaluate_dataframe(retrieval_frame(1), [RetrievalRelevance()], MAPPING, judge=judge,
+                              cache=False, progress=False)  # fmt: skip
         yield judge
 
 
