@@ -56,6 +56,17 @@ def _json(value: Any) -> Reply:
     return Reply(200, json.dumps(value).encode(), api=False)
 
 
+def refill(bucket: float, elapsed: float, rpm: float) -> float:
+    """The rpm token bucket after ``elapsed`` seconds: capacity ``max(1, rpm/60)`` (about
+    one second of budget), refilled continuously at ``rpm/60`` a second.
+
+    >>> refill(0.0, 0.25, 600), refill(0.0, 60.0, 600), refill(0.0, 60.0, 30)
+    (2.5, 10.0, 1.0)
+    """
+    rate = rpm / 60.0
+    return min(max(1.0, rate), bucket + elapsed * rate)
+
+
 class SimApp:
     """All simulator state, and the decision of every reply. Loop-thread only."""
 
@@ -235,10 +246,8 @@ class SimApp:
         if cfg.rpm and cfg.rpm_window:
             return self._window_gate(now, cfg.rpm, cfg.rpm_window)
         if cfg.rpm:
-            # Token bucket: capacity max(1, rpm/60) (about one second of budget),
-            # refilled continuously at rpm/60 per second.
             rate = cfg.rpm / 60.0
-            self.bucket = min(max(1.0, rate), self.bucket + (now - self.bucket_at) * rate)
+            self.bucket = refill(self.bucket, now - self.bucket_at, cfg.rpm)
             self.bucket_at = now
             if self.bucket < 1.0:
                 self._fault("rpm")
