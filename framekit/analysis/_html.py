@@ -96,6 +96,25 @@ nav ul { padding-left: 1.2rem; }
 MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
 
 
+def too_few_groups(frame: pl.DataFrame, by: str) -> str | None:
+    """Why ``by`` cannot be compared (fewer than two groups besides nulls), or None.
+
+    The report is written without the comparison and says so, instead of refusing it.
+
+    Examples
+    --------
+    >>> too_few_groups(pl.DataFrame({"g": ["a", "a", None]}), "g")
+    "a comparison needs two groups; 'g' has one ('a') and nulls, so the report has none"
+    """
+    column = frame.get_column(by)
+    named = column.drop_nulls().unique().sort().to_list()
+    if len(named) >= 2:
+        return None
+    has = f"one ({named[0]!r})" if named else "none"
+    nulls = " and nulls" if column.null_count() else ""
+    return f"a comparison needs two groups; {by!r} has {has}{nulls}, so the report has none"
+
+
 def _scroll(table: str) -> str:
     return f'<div class="scroll">{table}</div>'
 
@@ -225,7 +244,10 @@ def write_html_report(
             note,
             _scroll(_html_table(_without_null_columns(summary_by))),
         ]
-        if groups <= max_groups:
+        single = too_few_groups(frame, by)
+        if single is not None:
+            sections.append(f'<p class="note">{html.escape(single)}.</p>')
+        elif groups <= max_groups:
             comparison = compare(frame, by, on, names)
             sentences = "".join(
                 f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
@@ -236,7 +258,7 @@ def write_html_report(
                 f"<ul>{sentences}</ul>",
                 _scroll(_html_table(_without_null_columns(comparison))),
             ]
-        else:
+        if groups > max_groups:
             summary_by = None
     toc.append(("charts", "Charts"))
     sections.append('<h2 id="charts">Charts</h2>')
