@@ -107,12 +107,12 @@ def test_spearman_kendall_pearson_match_the_hand_computation():
     assert row["accuracy"] is None and row["confusion"] is None
 
 
-def test_failed_rows_are_left_out_and_counted():
+def test_rows_with_an_error_are_left_out_and_counted():
     df = rubric_frame(
         ["Completely Yes", "Not At All", "Completely Yes"], ["Completely Yes", "Not At All", None]
     )
     row = fk.agreement(df, human="human", n_resamples=50).row(0, named=True)
-    assert row["n"] == 2 and row["n_failed"] == 1 and row["accuracy"] == 1.0
+    assert row["n"] == 2 and row["n_errors"] == 1 and row["accuracy"] == 1.0
 
 
 def test_between_two_judges_compares_their_score_columns():
