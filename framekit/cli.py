@@ -463,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="summarize a scored file",
         description="Per-evaluator summary of a scored Parquet file (mean with bootstrap "
-        "interval, pass rate, failures, labels), optionally by group, as text, HTML or PNG.",
+        "interval, pass rate over all rows, errors, labels), optionally by group, as text, "
+        "HTML or PNG.",
     )
     rep.add_argument("scored", help="a Parquet file written by framekit evaluate")
     rep.add_argument("--by", metavar="COL", help="also summarize per value of this column")

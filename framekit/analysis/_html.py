@@ -162,11 +162,13 @@ def write_html_report(
 
     The page starts with the run record (``provenance``: framekit version, input, judge,
     evaluators with template versions and thresholds, mapping, counts, cost), then a table
-    of contents. "Rows to look at" lists per evaluator the failed rows with their error
+    of contents. "Rows to look at" lists per evaluator the rows with an error (the message)
     and the lowest-scored rows with id columns (``trace_id``/``span_id`` included),
     excerpts of input and output, label, score and explanation; it sorts by a click on a
-    header and filters by evaluator, label, status and text (plain JavaScript; the page
-    address can preset the filter, e.g. ``report.html#status=error``). Charts are
+    header and filters by evaluator, label, status (error, below threshold, passed) and
+    text (plain JavaScript; the page address can preset the filter, e.g.
+    ``report.html#status=error``, and a value there that no option has is named in a
+    note while the filter shows everything). Charts are
     embedded as base64 PNG (they need matplotlib: ``pip install 'framekit[plot]'``;
     without it the report has tables only). Nothing is loaded from the network, and every
     string taken from the data is HTML-escaped.
@@ -178,7 +180,8 @@ def write_html_report(
     path
         Where to write the file.
     by
-        Group column: adds per-group summaries, a ``compare`` table and a means chart.
+        Group column: adds per-group summaries, a ``compare`` table and a means chart
+        (with fewer than two groups besides nulls, a note instead of the comparison).
     on
         Pairing key for the comparison (see ``compare``).
     title
@@ -280,8 +283,8 @@ def write_html_report(
         sections.append(f"<p>{html.escape(str(exc))}</p>")
     errors = failures(frame, evaluators=names)
     if errors.height:
-        toc.append(("failures", "Failures by error"))
-        sections += ['<h2 id="failures">Failures by error</h2>', _scroll(_html_table(errors))]
+        toc.append(("errors", "Errors by message"))
+        sections += ['<h2 id="errors">Errors by message</h2>', _scroll(_html_table(errors))]
     nav = (
         "<nav><ul>"
         + "".join(f'<li><a href="#{anchor}">{html.escape(text)}</a></li>' for anchor, text in toc)

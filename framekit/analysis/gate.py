@@ -2,7 +2,7 @@
 
 A bar is met only over all rows. An error (the evaluation failed: see
 :mod:`framekit.analysis._outcome`) counts as not passed for a pass-rate bar, and a mean
-bar fails when more rows are errors than ``max_failures`` allows (default none): a mean
+bar fails when more rows are errors than ``max_failures`` allows (default 0): a mean
 over the one row that scored during an outage says nothing about the release.
 """
 

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from framekit.analysis import _inputs, report
+from framekit.analysis._table import terminal_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,7 +51,8 @@ def _edges(data: list[np.ndarray]) -> list[float]:
 
 
 def _label(value: object) -> str:
-    return "(null)" if value is None else str(value)
+    # Control characters from the data have no glyph: drawn as their escapes instead.
+    return "(null)" if value is None else terminal_safe(str(value))
 
 
 def distributions(
