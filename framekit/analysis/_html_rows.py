@@ -142,7 +142,9 @@ _JS = """
     if (params.has(k)) {
       f[k].value = params.get(k);
       // A select given a value none of its options has falls back to "all": say so.
-      if (f[k].value !== params.get(k)) { f[k].value = ''; unknown.push(k + ' "' + params.get(k) + '"'); }
+      if (f[k].value !== params.get(k)) {
+        f[k].value = ''; unknown.push(k + ' "' + params.get(k) + '"');
+      }
     }
     f[k].addEventListener('input', apply);
   });
@@ -180,11 +182,11 @@ def rows_section(
     if not rows:
         return "<p>No rows to show.</p>"
     labels = sorted({str(r["label"]) for r in rows if r["label"] is not None})
-    present = {r["status"] for r in rows}
-    shown = [outcome.ERROR, outcome.BELOW, outcome.PASSED] + (
-        ["scored"] if "scored" in present else []
+    unsplit = [outcome.SCORED] if any(r["status"] == outcome.SCORED for r in rows) else []
+    statuses = "".join(
+        f'<option value="{v}">{v}</option>'
+        for v in (outcome.ERROR, outcome.BELOW, outcome.PASSED, *unsplit)
     )
-    statuses = "".join(f'<option value="{v}">{v}</option>' for v in shown)
     controls = (
         '<div class="filters">'
         + _options("f-evaluator", "evaluator", list(names))

@@ -21,8 +21,9 @@ import polars as pl
 
 from framekit import _result_columns as contract
 
-#: The three outcomes, as the rows table and its filter name them.
-ERROR, BELOW, PASSED = "error", "below threshold", "passed"
+#: The three outcomes, as the rows table and its filter name them; SCORED stands for the
+#: last two in a frame without ``_passed``.
+ERROR, BELOW, PASSED, SCORED = "error", "below threshold", "passed", "scored"
 
 
 def is_error(name: str) -> pl.Expr:
@@ -30,7 +31,8 @@ def is_error(name: str) -> pl.Expr:
 
     Examples
     --------
-    >>> df = pl.DataFrame({"c_score": [1.0, None, float("nan")], "c_error": [None, "timeout", None]})
+    >>> df = pl.DataFrame({"c_score": [1.0, None, float("nan")],
+    ...                    "c_error": [None, "timeout", None]})
     >>> df.select(is_error("c")).to_series().to_list()
     [False, True, True]
     """
@@ -73,7 +75,7 @@ def status(name: str, columns: Collection[str]) -> pl.Expr:
     """``"error"``, ``"below threshold"`` or ``"passed"`` per row (``"scored"`` when the
     frame has no ``_passed`` column to say which)."""
     if contract.column(name, "passed") not in columns:
-        outcome = pl.lit("scored")
+        outcome = pl.lit(SCORED)
     else:
         outcome = pl.when(passed(name)).then(pl.lit(PASSED)).otherwise(pl.lit(BELOW))
     return pl.when(is_error(name)).then(pl.lit(ERROR)).otherwise(outcome).alias("status")
@@ -83,6 +85,7 @@ __all__ = [
     "BELOW",
     "ERROR",
     "PASSED",
+    "SCORED",
     "error_count",
     "is_error",
     "pass_rate",

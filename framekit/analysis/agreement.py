@@ -77,10 +77,11 @@ def agreement(
     polars.DataFrame
         One row per evaluator (and group): ``evaluator``, ``reference``, ``kind``
         (``labels`` or ``numbers``), ``n`` (rows compared), ``n_errors`` (rows with a human
-        judgement whose evaluation failed, left out), ``n_unlabelled`` (rows without a human
-        judgement: null, or NaN in a number column, left out), then for each figure in accuracy, kappa,
-        weighted_kappa (quadratic), spearman, kendall, pearson: the value and
-        ``<figure>_ci_low`` / ``<figure>_ci_high`` (null where it does not apply);
+        judgement whose evaluation failed, left out), ``n_unlabelled`` (rows without a
+        human judgement: null, or NaN in a number column, left out; null with
+        ``between``), then for each figure in accuracy, kappa, weighted_kappa
+        (quadratic), spearman, kendall, pearson: the value and ``<figure>_ci_low`` /
+        ``<figure>_ci_high`` (null where it does not apply);
         ``labels``, ``confusion`` (rows: reference, columns: judge) and ``per_label``
         (label, support, precision, recall, with intervals).
 
@@ -376,8 +377,15 @@ def _put(out: dict[str, Any], figure: str, value: float, samples: Any, confidenc
 
 def _frame(rows: list[dict[str, Any]], by: str | None) -> pl.DataFrame:
     figures = [c for f in _FIGURES for c in (f, f"{f}_ci_low", f"{f}_ci_high")]
-    head = ["evaluator", *([by] if by else []), "reference", "kind", "n", "n_errors"]
-    head.append("n_unlabelled")
+    head = [
+        "evaluator",
+        *([by] if by else []),
+        "reference",
+        "kind",
+        "n",
+        "n_errors",
+        "n_unlabelled",
+    ]
     tail = ["labels", "confusion", "per_label"]
     schema: dict[str, Any] = {
         "kind": pl.String,

@@ -193,9 +193,10 @@ def summarize(
         ``errors`` (rows whose evaluation failed: counted, never averaged; ``scored +
         errors == rows``), ``mean``, ``ci_low``, ``ci_high`` (percentile bootstrap of the
         mean), ``pass_rate`` (share of *all* rows that passed: an error counts as not
-        passed, as in ``fk.gate``), ``label_counts`` (list of ``{label, count}`` structs, most frequent
-        first: ``.explode("label_counts").unnest("label_counts")`` makes it a table), then
-        ``tokens`` and ``cost_usd`` (sums of known values) when those columns exist.
+        passed, as in ``fk.gate``), ``label_counts`` (list of ``{label, count}`` structs,
+        most frequent first: ``.explode("label_counts").unnest("label_counts")`` makes it
+        a table), then ``tokens`` and ``cost_usd`` (sums of known values) when those
+        columns exist.
 
     Examples
     --------
