@@ -12,7 +12,7 @@ with it, and the analysis and the command line parse scored frames with it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -112,11 +112,57 @@ def score(name: str) -> pl.Expr:
 #: The columns a summary of a scored file reads (its input columns are not needed).
 SUMMARY_KINDS = ("score", "label", "passed", "error", "tokens", "cost_usd")
 
+_TEXT = "text (String)"
+#: Kind -> (does a dtype hold it, what it must be). An all-null column (dtype Null) holds
+#: any kind: a file whose every row failed may be written that way.
+_READABLE: dict[str, tuple[Any, str]] = {
+    "score": (lambda t: t.is_numeric(), "a number (Float64)"),
+    "label": (lambda t: t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum), _TEXT),
+    "explanation": (lambda t: t == pl.String, _TEXT),
+    "passed": (lambda t: t == pl.Boolean, "Boolean"),
+    "error": (lambda t: t in (pl.String, pl.Categorical), _TEXT),
+    "tokens": (lambda t: t.is_integer(), "an integer (Int64)"),
+    "cost_usd": (lambda t: t.is_numeric(), "a number (Float64)"),
+    "cached": (lambda t: t == pl.Boolean, "Boolean"),
+    "latency_s": (lambda t: t.is_numeric(), "a number (Float64)"),
+}
+
+
+def check_dtypes(
+    schema: Mapping[str, pl.DataType], names: Iterable[str], kinds: Iterable[str]
+) -> None:
+    """Raise :class:`InputError` naming the first result column whose dtype a reader
+    cannot read as its kind (a ``_score`` stored as String, a ``_passed`` as text...).
+
+    Only the columns present are checked: readers say themselves which ones they need.
+
+    Examples
+    --------
+    >>> check_dtypes({"c_score": pl.String()}, ["c"], ["score"])
+    Traceback (most recent call last):
+    ...
+    framekit._errors.InputError: column 'c_score' holds String, but framekit's _score columns hold a number (Float64): convert it, or score the file again
+    """
+    kinds = list(kinds)
+    for name in names:
+        for kind in kinds:
+            col = column(name, kind)
+            dtype = schema.get(col)
+            if dtype is None or dtype == pl.Null:
+                continue
+            holds, wanted = _READABLE[kind]
+            if not holds(dtype):
+                raise InputError(
+                    f"column {col!r} holds {dtype}, but framekit's _{kind} columns hold "
+                    f"{wanted}: convert it, or score the file again"
+                )
+
 
 __all__ = [
     "DETAIL_COLUMNS",
     "RESULT_COLUMNS",
     "SUMMARY_KINDS",
+    "check_dtypes",
     "column",
     "evaluator_names",
     "resolve_evaluators",

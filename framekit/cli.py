@@ -193,36 +193,44 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _read_scored(
-    path: str, extra: Sequence[str] = (), *, context: bool = False
-) -> tuple[pl.DataFrame, dict[str, Any] | None]:
-    """The result columns of a scored file (plus ``extra``) and its run record.
+    path: str,
+    extra: Sequence[str] = (),
+    *,
+    context: bool = False,
+    evaluators: Sequence[str] | None = None,
+) -> tuple[pl.DataFrame, dict[str, Any] | None, list[str]]:
+    """The result columns of a scored file (plus ``extra``), its run record and the
+    evaluators to read (``evaluators``, else all in the file).
 
     With ``context``, also explanations and the columns that identify and show a row
-    (ids, trace and span ids, the mapped input and output), for the HTML report.
+    (ids, trace and span ids, the mapped input and output), for the HTML report. Every
+    result column read is checked against the contract's dtypes before any is read.
     """
     from framekit import _provenance, io
     from framekit import _result_columns as contract
     from framekit.analysis._html_rows import context_columns
+    from framekit.analysis._inputs import READ_KINDS
     from framekit.io._sources import _schema_of
 
     files = io.resolve_sources(path)
     schema = _schema_of(files)
-    names = contract.evaluator_names(list(schema))
-    if not names:
+    if not contract.evaluator_names(list(schema)):
         raise InputError(f"{path!r} has no framekit result columns (<name>_score, <name>_error)")
+    names = contract.resolve_evaluators(list(schema), evaluators)
     missing = [c for c in extra if c not in schema]
     if missing:
         raise InputError(
             f"{path!r} has no column {missing[0]!r}.{did_you_mean(missing[0], schema)} "
             f"Columns: {', '.join(schema)}"
         )
+    kinds = READ_KINDS if context else contract.SUMMARY_KINDS
+    contract.check_dtypes(schema, names, kinds)
     record = _provenance.read(files[0])
-    kinds = (*contract.SUMMARY_KINDS, "explanation") if context else contract.SUMMARY_KINDS
     wanted = set(extra) | {contract.column(n, k) for n in names for k in kinds}
     if context:
         wanted |= set(context_columns(list(schema), record))
     frame = io.scan_sources(files).select([c for c in schema if c in wanted]).collect()
-    return frame, record
+    return frame, record, names
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -231,10 +239,9 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if args.html:
         check_writable(args.html, "--html")  # before the summary, not after it
     extra = [c for c in (args.by, args.on) if c]
-    frame, record = _read_scored(args.scored, extra, context=bool(args.html))
-    from framekit.analysis._inputs import resolve_evaluators
-
-    evaluators = resolve_evaluators(frame, args.evaluators)
+    frame, record, evaluators = _read_scored(
+        args.scored, extra, context=bool(args.html), evaluators=args.evaluators
+    )
     n_ev = len(evaluators)
     print(f"{frame.height} rows x {n_ev} evaluator{'' if n_ev == 1 else 's'} in {args.scored}")
     if record is None:
@@ -247,10 +254,13 @@ def _cmd_report(args: argparse.Namespace) -> int:
         print(f"\nby {args.by}:\n")
         print(analysis.format_table(analysis.summarize(frame, by=args.by, evaluators=evaluators)))
     if args.html:
-        from framekit.analysis._html import MAX_GROUPS
+        from framekit.analysis._html import MAX_GROUPS, too_few_groups
 
         groups = frame.get_column(args.by).n_unique() if args.by else 0
-        if groups > MAX_GROUPS:
+        single = too_few_groups(frame, args.by) if args.by else None
+        if single is not None:
+            print(f"\nnote: {single}", file=sys.stderr)
+        elif groups > MAX_GROUPS:
             print(
                 f"\nnote: {groups} groups in {args.by}; the HTML report shows the first "
                 f"{MAX_GROUPS} and no pairwise comparison (group by a coarser column to compare)",
@@ -276,9 +286,10 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def _cmd_compare(args: argparse.Namespace) -> int:
     from framekit import analysis
+    from framekit.analysis._table import terminal_safe
 
     extra = [args.by] + ([args.on] if args.on else [])
-    frame, _ = _read_scored(args.scored, extra)
+    frame, _, _ = _read_scored(args.scored, extra)
     comparison = analysis.compare(frame, by=args.by, on=args.on, test=args.test)
     unpaired_key(comparison, args.on, args.by)
     # The full table is wide; the terminal gets the columns a decision needs.
@@ -298,7 +309,7 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     ]
     print(analysis.format_table(comparison.select([c for c in brief if c in comparison.columns])))
     print()
-    print(analysis.describe_comparison(comparison))
+    print(terminal_safe(analysis.describe_comparison(comparison)))
     return 0
 
 
@@ -452,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
         "report",
         help="summarize a scored file",
         description="Per-evaluator summary of a scored Parquet file (mean with bootstrap "
-        "interval, pass rate, failures, labels), optionally by group, as text, HTML or PNG.",
+        "interval, pass rate over all rows, errors, labels), optionally by group, as text, "
+        "HTML or PNG.",
     )
     rep.add_argument("scored", help="a Parquet file written by framekit evaluate")
     rep.add_argument("--by", metavar="COL", help="also summarize per value of this column")

@@ -107,12 +107,39 @@ def test_spearman_kendall_pearson_match_the_hand_computation():
     assert row["accuracy"] is None and row["confusion"] is None
 
 
-def test_failed_rows_are_left_out_and_counted():
+def test_rows_with_an_error_are_left_out_and_counted():
     df = rubric_frame(
         ["Completely Yes", "Not At All", "Completely Yes"], ["Completely Yes", "Not At All", None]
     )
     row = fk.agreement(df, human="human", n_resamples=50).row(0, named=True)
-    assert row["n"] == 2 and row["n_failed"] == 1 and row["accuracy"] == 1.0
+    assert row["n"] == 2 and row["n_errors"] == 1 and row["accuracy"] == 1.0
+
+
+def test_a_nan_human_rating_is_not_labelled_and_is_counted_apart():
+    # The five rows of the hand computation above, plus two unlabelled rows: NaN and null.
+    df = pl.DataFrame(
+        {
+            "rating": [1.0, 2.0, 3.0, 4.0, 5.0, float("nan"), None],
+            "coherence_score": [0.1, 0.5, 0.3, 0.7, 0.9, 0.2, 0.4],
+            "coherence_error": [None] * 7,
+        },
+        schema_overrides={"coherence_error": pl.String},
+    )
+    row = fk.agreement(df, human="rating", n_resamples=200).row(0, named=True)
+    assert (row["n"], row["n_unlabelled"], row["n_errors"]) == (5, 2, 0)
+    assert row["spearman"] == pytest.approx(0.9) and row["pearson"] == pytest.approx(0.9)
+    both = fk.agreement(
+        df.with_columns(judge=pl.col("coherence_score")), between=("rating", "judge"),
+        n_resamples=100,
+    ).row(0, named=True)  # fmt: skip
+    assert both["n"] == 5 and both["spearman"] == pytest.approx(0.9)
+
+
+def test_an_evaluator_that_failed_on_every_row_says_so():
+    df = rubric_frame(["Completely Yes", "Not At All"], [None, None])
+    with pytest.raises(fk.InputError, match="all 2 evaluations of coherence failed") as caught:
+        fk.agreement(df, human="human")
+    assert "judge refused" in str(caught.value) and "not a label" not in str(caught.value)
 
 
 def test_between_two_judges_compares_their_score_columns():

@@ -151,7 +151,12 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
 
 @pytest.mark.parametrize(
     "module",
-    ["framekit._result_columns", "framekit.analysis._table", "framekit.evaluators.registry"],
+    [
+        "framekit._result_columns",
+        "framekit.analysis._table",
+        "framekit.analysis._html",
+        "framekit.evaluators.registry",
+    ],
 )
 def test_docstring_examples_run(module: str) -> None:
     import importlib

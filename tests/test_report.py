@@ -93,7 +93,7 @@ def aligned(frame: pl.DataFrame, a: str, b: str, name: str = "response_relevance
 # --------------------------------------------------------------------------- summarize
 
 
-def test_failed_rows_are_counted_not_averaged_as_zero() -> None:
+def test_errors_are_counted_not_averaged_as_zero_and_do_not_pass() -> None:
     df = pl.DataFrame(
         {
             "coherence_score": [1.0, 0.5, None, None],
@@ -103,9 +103,9 @@ def test_failed_rows_are_counted_not_averaged_as_zero() -> None:
         }
     )
     row = summarize(df).row(0, named=True)
-    assert (row["rows"], row["scored"], row["failed"]) == (4, 2, 2)
+    assert (row["rows"], row["scored"], row["errors"]) == (4, 2, 2)
     assert row["mean"] == 0.75  # (1.0 + 0.5) / 2, not / 4
-    assert row["pass_rate"] == 1.0
+    assert row["pass_rate"] == 0.5  # 2 of 4 rows passed: an error is not a pass
     assert 0.5 <= row["ci_low"] <= row["ci_high"] <= 1.0
 
 
@@ -117,7 +117,7 @@ def test_summarize_by_group_columns_and_values() -> None:
         "strategy",
         "rows",
         "scored",
-        "failed",
+        "errors",
         "mean",
         "ci_low",
         "ci_high",
@@ -131,11 +131,11 @@ def test_summarize_by_group_columns_and_values() -> None:
         part = df.filter(pl.col("strategy") == row["strategy"])
         scores = part["response_relevance_score"].drop_nulls()
         assert row["rows"] == 40
-        assert row["failed"] == part["response_relevance_error"].is_not_null().sum() > 0
-        assert row["scored"] + row["failed"] == row["rows"]
+        assert row["errors"] == part["response_relevance_error"].is_not_null().sum() > 0
+        assert row["scored"] + row["errors"] == row["rows"]
         assert row["mean"] == pytest.approx(scores.mean())
         assert row["ci_low"] < row["mean"] < row["ci_high"]
-        assert row["pass_rate"] == pytest.approx((scores >= 0.5).mean())
+        assert row["pass_rate"] == pytest.approx((scores >= 0.5).sum() / row["rows"])
         assert row["tokens"] == 120 * 40
         assert row["cost_usd"] == pytest.approx(0.001 * 20)  # unknown (null) costs skipped
         counts = row["label_counts"]

@@ -97,3 +97,24 @@ def test_report_renders_at_desktop_and_phone_width(report: Path, width: int) -> 
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     assert int.from_bytes(data[16:20], "big") == width  # the page laid out at that width
+
+
+def test_a_filter_value_in_the_address_that_matches_no_option_is_shown_not_dropped(
+    report: Path,
+) -> None:
+    # "failed" was the rows table's word for "below threshold": an old link still says it.
+    address = report.as_uri() + "#status=failed&evaluator=nope"
+    old = chromium("--dump-dom", address, cwd=report.parent)
+    assert old.returncode == 0, old.stderr
+    (note,) = re.findall(r'<p id="f-note" class="note"( hidden="")?>([^<]*)</p>', old.stdout)
+    assert note == (
+        "",
+        'The address asks for evaluator "nope" and status "failed", which matches no option: '
+        "showing all instead.",
+    )
+    assert "26 of 26 rows shown" in old.stdout and len(shown_rows(old.stdout)) == 26
+
+    below = chromium("--dump-dom", report.as_uri() + "#status=below+threshold", cwd=report.parent)
+    shown = shown_rows(below.stdout)
+    assert shown and all('data-status="below threshold"' in r for r in shown)
+    assert '<p id="f-note" class="note" hidden="">' in below.stdout  # nothing to say

@@ -241,8 +241,8 @@ def test_rows_table_carries_what_the_filter_reads(tmp_path: Path):
         }
     )
     page = write_html_report(frame, tmp_path / "r.html").read_text()
-    rows = re.findall(r'<tr data-evaluator="c" data-label="([^"]*)" data-status="(\w+)">', page)
-    assert rows == [("", "error"), ("bad", "failed"), ("good", "passed")]
+    rows = re.findall(r'<tr data-evaluator="c" data-label="([^"]*)" data-status="([^"]+)">', page)
+    assert rows == [("", "error"), ("bad", "below threshold"), ("good", "passed")]
     assert ">span_id</th>" in page and ">input</th>" in page
     for control in ("f-evaluator", "f-label", "f-status", "f-q"):
         assert f'id="{control}"' in page

@@ -12,6 +12,7 @@ MODULES = [
     "framekit.analysis._rubric",
     "framekit.analysis.agreement",
     "framekit.analysis.calibrate",
+    "framekit.analysis._outcome",
     "framekit.analysis.gate",
     "framekit.cli_gate",
     "framekit.judges.local.coherence",

@@ -96,6 +96,25 @@ nav ul { padding-left: 1.2rem; }
 MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
 
 
+def too_few_groups(frame: pl.DataFrame, by: str) -> str | None:
+    """Why ``by`` cannot be compared (fewer than two groups besides nulls), or None.
+
+    The report is written without the comparison and says so, instead of refusing it.
+
+    Examples
+    --------
+    >>> too_few_groups(pl.DataFrame({"g": ["a", "a", None]}), "g")
+    "a comparison needs two groups; 'g' has one ('a') and nulls, so the report has none"
+    """
+    column = frame.get_column(by)
+    named = column.drop_nulls().unique().sort().to_list()
+    if len(named) >= 2:
+        return None
+    has = f"one ({named[0]!r})" if named else "none"
+    nulls = " and nulls" if column.null_count() else ""
+    return f"a comparison needs two groups; {by!r} has {has}{nulls}, so the report has none"
+
+
 def _scroll(table: str) -> str:
     return f'<div class="scroll">{table}</div>'
 
@@ -143,11 +162,13 @@ def write_html_report(
 
     The page starts with the run record (``provenance``: framekit version, input, judge,
     evaluators with template versions and thresholds, mapping, counts, cost), then a table
-    of contents. "Rows to look at" lists per evaluator the failed rows with their error
+    of contents. "Rows to look at" lists per evaluator the rows with an error (the message)
     and the lowest-scored rows with id columns (``trace_id``/``span_id`` included),
     excerpts of input and output, label, score and explanation; it sorts by a click on a
-    header and filters by evaluator, label, status and text (plain JavaScript; the page
-    address can preset the filter, e.g. ``report.html#status=error``). Charts are
+    header and filters by evaluator, label, status (error, below threshold, passed) and
+    text (plain JavaScript; the page address can preset the filter, e.g.
+    ``report.html#status=error``, and a value there that no option has is named in a
+    note while the filter shows everything). Charts are
     embedded as base64 PNG (they need matplotlib: ``pip install 'framekit[plot]'``;
     without it the report has tables only). Nothing is loaded from the network, and every
     string taken from the data is HTML-escaped.
@@ -159,7 +180,8 @@ def write_html_report(
     path
         Where to write the file.
     by
-        Group column: adds per-group summaries, a ``compare`` table and a means chart.
+        Group column: adds per-group summaries, a ``compare`` table and a means chart
+        (with fewer than two groups besides nulls, a note instead of the comparison).
     on
         Pairing key for the comparison (see ``compare``).
     title
@@ -225,7 +247,10 @@ def write_html_report(
             note,
             _scroll(_html_table(_without_null_columns(summary_by))),
         ]
-        if groups <= max_groups:
+        single = too_few_groups(frame, by)
+        if single is not None:
+            sections.append(f'<p class="note">{html.escape(single)}.</p>')
+        elif groups <= max_groups:
             comparison = compare(frame, by, on, names)
             sentences = "".join(
                 f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
@@ -236,7 +261,7 @@ def write_html_report(
                 f"<ul>{sentences}</ul>",
                 _scroll(_html_table(_without_null_columns(comparison))),
             ]
-        else:
+        if groups > max_groups:
             summary_by = None
     toc.append(("charts", "Charts"))
     sections.append('<h2 id="charts">Charts</h2>')
@@ -258,8 +283,8 @@ def write_html_report(
         sections.append(f"<p>{html.escape(str(exc))}</p>")
     errors = failures(frame, evaluators=names)
     if errors.height:
-        toc.append(("failures", "Failures by error"))
-        sections += ['<h2 id="failures">Failures by error</h2>', _scroll(_html_table(errors))]
+        toc.append(("errors", "Errors by message"))
+        sections += ['<h2 id="errors">Errors by message</h2>', _scroll(_html_table(errors))]
     nav = (
         "<nav><ul>"
         + "".join(f'<li><a href="#{anchor}">{html.escape(text)}</a></li>' for anchor, text in toc)

@@ -4,8 +4,11 @@ One table per report, one row per (evaluator, row of the data): the id columns (
 ``trace_id``/``span_id`` when present, to find the row in a tracing tool), excerpts of the
 input and output, label, score, passed, explanation and error. A few lines of plain
 JavaScript sort it (click a header) and filter it (evaluator, label, status, text). The
-filter also reads the page address, e.g. ``report.html#status=failed&q=sydney``, so a
-link (or a test) can open the report already filtered.
+status is the row's outcome in the words of ``_outcome``: ``error`` (the evaluation
+failed), ``below threshold`` (it scored and did not pass) or ``passed``. The filter also
+reads the page address, e.g. ``report.html#status=error&q=sydney``, so a link (or a test)
+can open the report already filtered; a value there that no option has is shown as such,
+never silently dropped.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 import polars as pl
 
 from framekit import _result_columns as contract
+from framekit.analysis import _outcome as outcome
 
 FAILED_ROWS = 50  # failed rows shown per evaluator
 LOWEST_ROWS = 20  # lowest-scored rows shown per evaluator
@@ -77,7 +81,8 @@ def _direction(provenance: Mapping[str, Any] | None, name: str) -> str:
 def drill_rows(
     frame: pl.DataFrame, names: Sequence[str], provenance: Mapping[str, Any] | None
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
-    """(columns, rows, notes): per evaluator its failed rows, then its lowest-scored rows."""
+    """(columns, rows, notes): per evaluator its rows with an error, then its lowest-scored
+    rows; ``status`` is the row's outcome (error, below threshold, passed)."""
     ids = id_columns(frame.columns)
     texts = text_columns(frame.columns, provenance)
     columns = ["evaluator", *ids, *texts, "label", "score", "status", "explanation", "error"]
@@ -87,25 +92,24 @@ def drill_rows(
     for name in names:
         have = set(frame.columns)
         score, error = contract.column(name, "score"), contract.column(name, "error")
-        label, passed_col = contract.column(name, "label"), contract.column(name, "passed")
+        label = contract.column(name, "label")
         explanation = contract.column(name, "explanation")
-        failed = indexed.filter(pl.col(error).is_not_null())
-        scored = indexed.filter(pl.col(error).is_null() & pl.col(score).is_not_null())
+        judged = indexed.with_columns(outcome.status(name, have).alias("__status"))
+        failed = judged.filter(pl.col("__status") == outcome.ERROR)
+        scored = judged.filter(pl.col("__status") != outcome.ERROR)
         worst_first = _direction(provenance, name) == "minimize"
         lowest = scored.sort(score, descending=worst_first).head(LOWEST_ROWS)
         if failed.height > FAILED_ROWS:
-            notes.append(f"{name}: {FAILED_ROWS} of {failed.height} failed rows shown")
+            notes.append(f"{name}: {FAILED_ROWS} of {failed.height} rows with an error shown")
         for part in (failed.head(FAILED_ROWS), lowest):
             for r in part.iter_rows(named=True):
-                passed = r.get(passed_col) if passed_col in have else None
-                status = "error" if r[error] is not None else ("passed" if passed else "failed")
                 row: dict[str, Any] = {"evaluator": name}
                 row.update({c: r[c] for c in ids})
                 row.update({field: _excerpt(r[c]) for field, c in texts.items()})
                 row.update(
                     label=r.get(label) if label in have else None,
-                    score=r[score],
-                    status=status,
+                    score=None if r["__status"] == outcome.ERROR else r[score],
+                    status=r["__status"],
                     explanation=_excerpt(r.get(explanation)),
                     error=r[error],
                 )
@@ -119,7 +123,7 @@ _JS = """
   var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
   var f = {evaluator: document.getElementById('f-evaluator'), label: document.getElementById('f-label'),
            status: document.getElementById('f-status'), q: document.getElementById('f-q')};
-  var count = document.getElementById('f-count');
+  var count = document.getElementById('f-count'), note = document.getElementById('f-note');
   function apply() {
     var q = f.q.value.toLowerCase(), shown = 0;
     rows.forEach(function (tr) {
@@ -133,10 +137,22 @@ _JS = """
     count.textContent = shown + ' of ' + rows.length + ' rows shown';
   }
   var params = new URLSearchParams(location.hash.slice(1) || location.search.slice(1));
+  var unknown = [];
   Object.keys(f).forEach(function (k) {
-    if (params.has(k)) f[k].value = params.get(k);
+    if (params.has(k)) {
+      f[k].value = params.get(k);
+      // A select given a value none of its options has falls back to "all": say so.
+      if (f[k].value !== params.get(k)) {
+        f[k].value = ''; unknown.push(k + ' "' + params.get(k) + '"');
+      }
+    }
     f[k].addEventListener('input', apply);
   });
+  if (unknown.length) {
+    note.textContent = 'The address asks for ' + unknown.join(' and ') +
+      ', which matches no option: showing all instead.';
+    note.hidden = false;
+  }
   Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, i) {
     th.addEventListener('click', function () {
       var dir = th.dataset.dir === 'asc' ? -1 : 1; th.dataset.dir = dir > 0 ? 'asc' : 'desc';
@@ -166,16 +182,20 @@ def rows_section(
     if not rows:
         return "<p>No rows to show.</p>"
     labels = sorted({str(r["label"]) for r in rows if r["label"] is not None})
+    unsplit = [outcome.SCORED] if any(r["status"] == outcome.SCORED for r in rows) else []
+    statuses = "".join(
+        f'<option value="{v}">{v}</option>'
+        for v in (outcome.ERROR, outcome.BELOW, outcome.PASSED, *unsplit)
+    )
     controls = (
         '<div class="filters">'
         + _options("f-evaluator", "evaluator", list(names))
         + _options("f-label", "label", labels)
-        + '<label>status <select id="f-status"><option value="">all</option>'
-        '<option value="error">error</option><option value="failed">failed threshold</option>'
-        '<option value="not-passed">error or failed</option>'
-        '<option value="passed">passed</option></select></label>'
+        + f'<label>status <select id="f-status"><option value="">all</option>{statuses}'
+        f'<option value="not-passed">{outcome.ERROR} or {outcome.BELOW}</option></select></label>'
         ' <label>search <input id="f-q" type="search" placeholder="text in any column"></label>'
         ' <span id="f-count" class="meta"></span></div>'
+        '<p id="f-note" class="note" hidden></p>'
     )
     head = "".join(f'<th title="click to sort">{html.escape(c)}</th>' for c in columns)
     body = []
@@ -192,12 +212,13 @@ def rows_section(
         body.append(
             f'<tr data-evaluator="{html.escape(r["evaluator"])}" '
             f'data-label="{html.escape(str(r["label"]) if r["label"] is not None else "")}" '
-            f'data-status="{r["status"]}">' + "".join(cells) + "</tr>"
+            f'data-status="{html.escape(r["status"])}">' + "".join(cells) + "</tr>"
         )
     note = "".join(f'<p class="meta">{html.escape(n)}</p>' for n in notes)
     return (
-        f'<p class="meta">Per evaluator: failed rows (with their error), then the '
-        f"{LOWEST_ROWS} lowest-scored rows. Click a header to sort.</p>{note}{controls}"
+        f'<p class="meta">Per evaluator: the rows whose evaluation failed (status '
+        f"{outcome.ERROR}, with the error), then the {LOWEST_ROWS} lowest-scored rows (status "
+        f"{outcome.BELOW} or {outcome.PASSED}). Click a header to sort.</p>{note}{controls}"
         f'<div class="scroll"><table id="rows"><thead><tr>{head}</tr></thead><tbody>'
         + "\n".join(body)
         + f"</tbody></table></div><script>{_JS}</script>"

@@ -27,9 +27,19 @@ def to_polars(frame: FrameLike) -> pl.DataFrame:
     return _frame_to_polars(frame).frame
 
 
+#: The result columns the analysis reads, checked against the contract's dtypes up front.
+READ_KINDS = (*result_columns.SUMMARY_KINDS, "explanation")
+
+
 def resolve_evaluators(frame: pl.DataFrame, evaluators: str | Sequence[str] | None) -> list[str]:
-    """The evaluators to analyse: all found in ``frame``, or those asked for."""
-    return result_columns.resolve_evaluators(frame.columns, evaluators)
+    """The evaluators to analyse: all found in ``frame``, or those asked for.
+
+    Their result columns are checked against the contract first: a ``_score`` stored as
+    text is one :class:`InputError` naming the column, not a traceback halfway through.
+    """
+    names = result_columns.resolve_evaluators(frame.columns, evaluators)
+    result_columns.check_dtypes(frame.schema, names, READ_KINDS)
+    return names
 
 
 def resolve_columns(

@@ -17,6 +17,7 @@ import polars as pl
 from framekit._errors import InputError
 from framekit._frames import to_polars
 from framekit.analysis import _measures as m
+from framekit.analysis import _outcome as outcome
 from framekit.analysis._rubric import (
     Rubric,
     check_labels,
@@ -75,18 +76,21 @@ def agreement(
     -------
     polars.DataFrame
         One row per evaluator (and group): ``evaluator``, ``reference``, ``kind``
-        (``labels`` or ``numbers``), ``n``, ``n_failed`` (rows with a human judgement whose
-        evaluation failed, left out), then for each figure in accuracy, kappa,
-        weighted_kappa (quadratic), spearman, kendall, pearson: the value and
-        ``<figure>_ci_low`` / ``<figure>_ci_high`` (null where it does not apply);
+        (``labels`` or ``numbers``), ``n`` (rows compared), ``n_errors`` (rows with a human
+        judgement whose evaluation failed, left out), ``n_unlabelled`` (rows without a
+        human judgement: null, or NaN in a number column, left out; null with
+        ``between``), then for each figure in accuracy, kappa, weighted_kappa
+        (quadratic), spearman, kendall, pearson: the value and ``<figure>_ci_low`` /
+        ``<figure>_ci_high`` (null where it does not apply);
         ``labels``, ``confusion`` (rows: reference, columns: judge) and ``per_label``
         (label, support, precision, recall, with intervals).
 
     Raises
     ------
     InputError
-        A missing column, no evaluator results, or a human label outside the rubric
-        (the message names the row and the label).
+        A missing column, no evaluator results, an evaluator whose every evaluation
+        failed, or a human label outside the rubric (the message names the row and the
+        label).
 
     Examples
     --------
@@ -119,6 +123,7 @@ def agreement(
         return _frame(rows, by)
     assert human is not None
     for name in _names(frame, evaluators):
+        _some_scored(frame, name, human)
         scale = rubric_of(frame, name, rubric)
         if is_label_dtype(frame.schema[human]):
             try:
@@ -153,6 +158,28 @@ def _names(frame: pl.DataFrame, evaluators: str | Sequence[str] | None) -> list[
     return wanted
 
 
+def _some_scored(frame: pl.DataFrame, name: str, human: str) -> None:
+    """Refuse an evaluator whose every evaluation failed: there is nothing to compare (and
+    its rubric, read from the scored rows, would be empty)."""
+    errors = frame.select(outcome.error_count(name)).item()
+    if frame.height and errors == frame.height:
+        reasons = frame.get_column(f"{name}_error").drop_nulls()
+        example = f", e.g. {reasons[0]!r}" if reasons.len() else ""
+        raise InputError(
+            f"all {errors} evaluations of {name} failed{example}: there is nothing to "
+            f"compare with {human!r}; see the {name}_error column"
+        )
+
+
+def _labelled(frame: pl.DataFrame, column: str) -> pl.Expr:
+    """Rows where ``column`` holds a judgement: not null, and not NaN (a number column's
+    way of saying "not labelled")."""
+    present = pl.col(column).is_not_null()
+    if frame.schema[column].is_float():
+        present = present & ~pl.col(column).is_nan()
+    return present
+
+
 def _groups(frame: pl.DataFrame, by: str | None) -> list[tuple[Any, pl.DataFrame]]:
     if by is None:
         return [(None, frame)]
@@ -172,18 +199,21 @@ def _against_human(
     n_resamples: int,
     seed: int,
 ) -> dict[str, Any]:
-    has_human = part[human].is_not_null()
-    ok = has_human & part[f"{name}_score"].is_not_null()
-    n_failed = int((has_human & ~ok).sum())
-    rows = part.filter(ok)
+    flags = part.select(_labelled(part, human).alias("labelled"), outcome.is_error(name))
+    labelled, error = flags.to_series(0), flags.to_series(1)
+    rows = part.filter(labelled & ~error)
     dtype = part.schema[human]
-    base = {"reference": human, "n_failed": n_failed}
+    base = {
+        "reference": human,
+        "n_errors": int((labelled & error).sum()),
+        "n_unlabelled": int((~labelled).sum()),
+    }
     if dtype == pl.Boolean:
         if f"{name}_passed" not in part.columns:
             raise InputError(f"a boolean human column needs {name}_passed in the frame")
         ref = rows[human].cast(pl.Int64).to_numpy()
         judged = rows[f"{name}_passed"].cast(pl.Int64).to_numpy()
-        labels = ["failed", "passed"]
+        labels = ["not passed", "passed"]
         return {
             **base,
             "kind": "labels",
@@ -219,8 +249,8 @@ def _against_human(
 def _compare_columns(
     part: pl.DataFrame, a: str, b: str, confidence: float, n_resamples: int, seed: int
 ) -> dict[str, Any]:
-    both = part.filter(part[a].is_not_null() & part[b].is_not_null())
-    base = {"reference": a, "n_failed": part.height - both.height}
+    both = part.filter(_labelled(part, a) & _labelled(part, b))
+    base = {"reference": a, "n_errors": part.height - both.height}
     da, db = part.schema[a], part.schema[b]
     if is_label_dtype(da) and is_label_dtype(db):
         labels = sorted(set(both[a].cast(pl.String)) | set(both[b].cast(pl.String)))
@@ -347,14 +377,23 @@ def _put(out: dict[str, Any], figure: str, value: float, samples: Any, confidenc
 
 def _frame(rows: list[dict[str, Any]], by: str | None) -> pl.DataFrame:
     figures = [c for f in _FIGURES for c in (f, f"{f}_ci_low", f"{f}_ci_high")]
-    head = ["evaluator", *([by] if by else []), "reference", "kind", "n", "n_failed"]
+    head = [
+        "evaluator",
+        *([by] if by else []),
+        "reference",
+        "kind",
+        "n",
+        "n_errors",
+        "n_unlabelled",
+    ]
     tail = ["labels", "confusion", "per_label"]
     schema: dict[str, Any] = {
         "kind": pl.String,
         "reference": pl.String,
         "evaluator": pl.String,
         "n": pl.Int64,
-        "n_failed": pl.Int64,
+        "n_errors": pl.Int64,
+        "n_unlabelled": pl.Int64,
         "labels": pl.List(pl.String),
         "confusion": pl.List(pl.List(pl.Int64)),
         **{c: pl.Float64 for c in figures},

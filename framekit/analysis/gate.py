@@ -1,18 +1,40 @@
-"""``fk.gate``: turn a scored frame into one pass/fail decision for tests and CI."""
+"""``fk.gate``: turn a scored frame into one pass/fail decision for tests and CI.
+
+A bar is met only over all rows. An error (the evaluation failed: see
+:mod:`framekit.analysis._outcome`) counts as not passed for a pass-rate bar, and a mean
+bar fails when more rows are errors than ``max_failures`` allows (default 0): a mean
+over the one row that scored during an outage says nothing about the release.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 import polars as pl
 
+from framekit import _result_columns as contract
 from framekit._errors import InputError
 from framekit._frames import to_polars
-from framekit.analysis._rubric import evaluator_names
+from framekit.analysis import _outcome as outcome
 
-__all__ = ["GateResult", "gate"]
+__all__ = ["Bars", "GateResult", "gate"]
+
+#: Evaluator name -> bar, as a mapping or as (name, bar) pairs (a name given twice is an
+#: error: a repeated bar would otherwise keep whichever came last).
+Bars: TypeAlias = Mapping[str, float] | Iterable[tuple[str, float]]
+
+_SCHEMA = {
+    "evaluator": pl.String,
+    "check": pl.String,
+    "required": pl.Float64,
+    "actual": pl.Float64,
+    "rows": pl.Int64,
+    "errors": pl.Int64,
+    "allowed_errors": pl.Int64,
+    "passed": pl.Boolean,
+}
 
 
 @dataclass(frozen=True)
@@ -25,7 +47,9 @@ class GateResult:
         Whether every check met its bar.
     table
         One row per check: ``evaluator, check (pass_rate | mean | failure_rate),
-        required, actual, n, n_failed, passed``.
+        required, actual, rows, errors`` (rows whose evaluation failed),
+        ``allowed_errors`` (for a mean bar: ``max_failures``; null for the others, which
+        count errors themselves), ``passed``.
     """
 
     passed: bool
@@ -43,42 +67,74 @@ class GateResult:
         """One line per failed check (or one line saying all passed)."""
         if self.passed:
             return f"gate passed: {self.table.height} check(s) met"
-        lines = [
-            f"{r['evaluator']}: {r['check']} {_fmt(r['actual'])} "
-            f"{'>' if r['check'] == 'failure_rate' else '<'} required {r['required']:g} "
-            f"({r['n']} rows, {r['n_failed']} failed)"
-            for r in self.failures.iter_rows(named=True)
-        ]
+        lines = [_explain(r) for r in self.failures.iter_rows(named=True)]
         return "gate failed:\n  " + "\n  ".join(lines)
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+def _explain(r: dict[str, Any]) -> str:
+    """Why one check missed its bar, in one line."""
+    errors = f"{r['errors']} error{'' if r['errors'] == 1 else 's'}"
+    head = f"{r['evaluator']}: {r['check']}"
+    if r["actual"] is None:
+        return f"{head} n/a: no scored rows ({r['rows']} rows, {errors})"
+    if r["check"] == "failure_rate":
+        return f"{head} {r['actual']:.3f} > allowed {r['required']:g} ({r['rows']} rows, {errors})"
+    if r["actual"] < r["required"]:
+        return f"{head} {r['actual']:.3f} < required {r['required']:g} ({r['rows']} rows, {errors})"
+    return (
+        f"{head} {r['actual']:.3f} meets {r['required']:g}, but {errors} in {r['rows']} rows "
+        f"exceed the {r['allowed_errors']} allowed (max_failures)"
+    )
+
+
+def _bars(option: str, given: Bars | None) -> list[tuple[str, float]]:
+    """``given`` as (evaluator, bar) pairs, each checked; ``option`` names it in errors."""
+    pairs = list(given.items() if isinstance(given, Mapping) else given or ())
+    seen: dict[str, float] = {}
+    for name, value in pairs:
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise InputError(f"{option} for {name!r} must be a number, got {value!r}") from None
+        if name in seen:
+            raise InputError(
+                f"{option} is given twice for {name!r} ({seen[name]:g} and {number:g}): "
+                "give each bar once"
+            )
+        if not 0.0 <= number <= 1.0:
+            raise InputError(f"{option} for {name!r} must be in [0, 1], got {value}")
+        seen[name] = number
+    return list(seen.items())
 
 
 def gate(
     scored: Any,
-    min_pass_rate: Mapping[str, float] | None = None,
-    min_mean: Mapping[str, float] | None = None,
+    min_pass_rate: Bars | None = None,
+    min_mean: Bars | None = None,
     *,
-    max_failure_rate: Mapping[str, float] | None = None,
+    max_failure_rate: Bars | None = None,
+    max_failures: int = 0,
 ) -> GateResult:
     """Check a scored frame against minimum pass rates and mean scores.
 
-    A row whose evaluation failed (``<name>_error`` set) counts against the pass rate: a
-    judge outage must not let a release through. The mean is over scored rows; the failure
-    rate (optional) bounds the share of failed rows.
+    Every bar is met over all rows. A row whose evaluation failed (``<name>_error`` set,
+    or no score) counts as not passed for the pass rate, and a mean bar fails when more
+    rows than ``max_failures`` failed: a judge outage must not let a release through.
+    The mean is over the rows that scored; the failure rate (optional) bounds the share of
+    failed rows.
 
     Parameters
     ----------
     scored
         A frame with framekit's result columns.
     min_pass_rate
-        Evaluator name -> the lowest acceptable share of rows with ``<name>_passed``.
+        Evaluator name -> the lowest acceptable share of all rows that passed.
     min_mean
         Evaluator name -> the lowest acceptable mean ``<name>_score``.
     max_failure_rate
         Evaluator name -> the highest acceptable share of failed rows.
+    max_failures
+        Failed rows a mean bar tolerates per evaluator (default 0).
 
     Returns
     -------
@@ -88,7 +144,8 @@ def gate(
     Raises
     ------
     InputError
-        No checks, an evaluator without results, or a bar outside [0, 1].
+        No checks, an evaluator without results, a bar outside [0, 1], the same bar
+        given twice, a negative ``max_failures``, or a result column of the wrong dtype.
 
     Examples
     --------
@@ -100,60 +157,58 @@ def gate(
     True
     >>> print(gate(df, min_mean={"relevance": 0.9}).describe())
     gate failed:
-      relevance: mean 0.667 < required 0.9 (3 rows, 0 failed)
+      relevance: mean 0.667 < required 0.9 (3 rows, 0 errors)
+    >>> outage = pl.DataFrame({"relevance_score": [1.0, None, None],
+    ...                        "relevance_passed": [True, None, None],
+    ...                        "relevance_error": [None, "timeout", "timeout"]})
+    >>> print(gate(outage, min_mean={"relevance": 0.9}).describe())
+    gate failed:
+      relevance: mean 1.000 meets 0.9, but 2 errors in 3 rows exceed the 0 allowed (max_failures)
+    >>> bool(gate(outage, min_mean={"relevance": 0.9}, max_failures=2))
+    True
     """
     frame = to_polars(scored).frame
+    if isinstance(max_failures, bool) or not isinstance(max_failures, int) or max_failures < 0:
+        raise InputError(f"max_failures must be a whole number >= 0, got {max_failures!r}")
     checks = [
-        ("pass_rate", min_pass_rate or {}),
-        ("mean", min_mean or {}),
-        ("failure_rate", max_failure_rate or {}),
+        ("pass_rate", _bars("min_pass_rate", min_pass_rate)),
+        ("mean", _bars("min_mean", min_mean)),
+        ("failure_rate", _bars("max_failure_rate", max_failure_rate)),
     ]
     if not any(bars for _, bars in checks):
         raise InputError("gate needs at least one bar: min_pass_rate, min_mean or max_failure_rate")
-    found = evaluator_names(frame)
-    rows = []
-    for check, bars in checks:
-        for name, required in bars.items():
-            if name not in found:
-                raise InputError(f"no results for evaluator {name!r}; the frame has {found}")
-            if not 0.0 <= float(required) <= 1.0:
-                raise InputError(f"{name}: the {check} bar must be in [0, 1], got {required}")
-            rows.append(_check(frame, name, check, float(required)))
-    table = pl.DataFrame(
-        rows,
-        schema={
-            "evaluator": pl.String,
-            "check": pl.String,
-            "required": pl.Float64,
-            "actual": pl.Float64,
-            "n": pl.Int64,
-            "n_failed": pl.Int64,
-            "passed": pl.Boolean,
-        },
-        orient="row",
-    )
+    names = list(dict.fromkeys(name for _, bars in checks for name, _ in bars))
+    contract.resolve_evaluators(frame.columns, names)
+    contract.check_dtypes(frame.schema, names, ("score", "passed", "error"))
+    rows = [
+        _check(frame, name, check, required, max_failures)
+        for check, bars in checks
+        for name, required in bars
+    ]
+    table = pl.DataFrame(rows, schema=_SCHEMA, orient="row")
     return GateResult(passed=bool(table["passed"].all()), table=table)
 
 
-def _check(frame: pl.DataFrame, name: str, check: str, required: float) -> tuple[Any, ...]:
+def _check(
+    frame: pl.DataFrame, name: str, check: str, required: float, max_failures: int
+) -> tuple[Any, ...]:
     n = frame.height
-    n_failed = int(frame[f"{name}_error"].is_not_null().sum())
-    score = frame[f"{name}_score"]
+    errors = int(frame.select(outcome.error_count(name)).item())
     actual: float | None
+    allowed: int | None = None
     if check == "pass_rate":
-        passed_col = f"{name}_passed"
-        if passed_col not in frame.columns:
-            raise InputError(f"a pass-rate bar needs {passed_col!r} in the frame")
-        actual = float(frame[passed_col].fill_null(False).sum()) / n if n else None
+        if contract.column(name, "passed") not in frame.columns:
+            raise InputError(f"a pass-rate bar needs {contract.column(name, 'passed')!r}")
+        actual = frame.select(outcome.pass_rate(name, frame.columns)).item() if n else None
     elif check == "mean":
-        mean = score.mean()
-        actual = None if mean is None else float(mean)  # type: ignore[arg-type]
+        actual = frame.select(outcome.scored(name).mean()).item()
+        allowed = max_failures
     else:
-        actual = n_failed / n if n else None
+        actual = errors / n if n else None
     if actual is None:
         ok = False
     elif check == "failure_rate":
         ok = actual <= required
     else:
-        ok = actual >= required
-    return (name, check, required, actual, n, n_failed, ok)
+        ok = actual >= required and (allowed is None or errors <= allowed)
+    return (name, check, required, actual, n, errors, allowed, ok)

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from framekit.analysis import _inputs, report
+from framekit.analysis._table import terminal_safe
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -50,7 +51,8 @@ def _edges(data: list[np.ndarray]) -> list[float]:
 
 
 def _label(value: object) -> str:
-    return "(null)" if value is None else str(value)
+    # Control characters from the data have no glyph: drawn as their escapes instead.
+    return "(null)" if value is None else terminal_safe(str(value))
 
 
 def distributions(
@@ -60,7 +62,7 @@ def distributions(
 ) -> Figure:
     """Histogram of the scores of each evaluator, one panel each, groups side by side.
 
-    Failed rows have no score; each panel's title counts them.
+    Rows whose evaluation failed (errors) have no score; each panel's title counts them.
 
     Parameters
     ----------
@@ -82,7 +84,7 @@ def distributions(
     ...                    "coherence_error": [None, None, "timeout"]})
     >>> fig = distributions(df)
     >>> fig.axes[0].get_title()
-    'coherence\\n2 scored, 1 failed'
+    'coherence\\n2 scored, 1 error'
     """
     frame = _inputs.to_polars(scored)
     names = _inputs.resolve_evaluators(frame, evaluators)
@@ -101,7 +103,7 @@ def distributions(
             for g in groups
         ]
         data = [s.drop_nulls().to_numpy() for s in series]
-        failed = sum(s.null_count() for s in series)
+        errors = sum(s.null_count() for s in series)
         edges = _edges(data)
         ax.hist(data, bins=edges, label=[_label(g) for g in groups] if keys else None)
         ax.set_xlim(edges[0], edges[-1])
@@ -109,7 +111,8 @@ def distributions(
             ax.set_xticks([(lo + hi) / 2 for lo, hi in itertools.pairwise(edges)])
         ax.set_xlabel("score")
         ax.set_ylabel("rows")
-        ax.set_title(f"{name}\n{sum(d.size for d in data)} scored, {failed} failed", fontsize=9)
+        counts = f"{sum(d.size for d in data)} scored, {errors} error{'' if errors == 1 else 's'}"
+        ax.set_title(f"{name}\n{counts}", fontsize=9)
         if keys:
             ax.legend(title=by, fontsize=8, title_fontsize=8)
     return fig

@@ -2,8 +2,9 @@
 
 Everything here reads the result columns that ``evaluate_dataframe`` appends (see
 DESIGN.md): an evaluator ``<name>`` is recognised by ``<name>_score`` next to
-``<name>_error``. A failed row has a null score: it is counted in ``failed`` and left out
-of every mean, interval and test, never averaged as 0.
+``<name>_error``. A row whose evaluation failed (an *error*: see ``_outcome``) has no score:
+it is counted in ``errors``, left out of every mean, interval and test (never averaged as
+0), and counts as not passed in ``pass_rate``.
 
 Intervals are percentile bootstraps with a fixed seed, so a report is reproducible. Each
 (evaluator, group) cell draws from its own generator derived from ``seed`` and the cell's
@@ -26,6 +27,7 @@ import polars as pl
 from framekit import _result_columns as result_columns
 from framekit._errors import InputError
 from framekit._score import Direction
+from framekit.analysis import _outcome as outcome
 from framekit.analysis import _stats
 from framekit.analysis._inputs import FrameLike
 from framekit.analysis._inputs import resolve_columns as _resolve_columns
@@ -88,19 +90,14 @@ def _num(value: float | None) -> float | None:
 
 
 def _aggregations(name: str, columns: set[str], grouped: bool) -> list[pl.Expr]:
-    score = _score(name)
+    score = outcome.scored(name)
     exprs = [
         pl.len().cast(pl.Int64).alias("rows"),
         score.count().cast(pl.Int64).alias("scored"),
-        score.is_null().sum().cast(pl.Int64).alias("failed"),
+        outcome.error_count(name).alias("errors"),
         score.mean().alias("mean"),
+        outcome.pass_rate(name, columns),
     ]
-    passed = f"{name}_passed"
-    exprs.append(
-        pl.col(passed).cast(pl.Float64).mean().alias("pass_rate")
-        if passed in columns
-        else pl.lit(None, pl.Float64).alias("pass_rate")
-    )
     label = f"{name}_label"
     if label in columns:
         counts = (
@@ -192,12 +189,14 @@ def summarize(
     Returns
     -------
     polars.DataFrame
-        ``evaluator``, the ``by`` columns, ``rows``, ``scored`` (non-null scores),
-        ``failed`` (null scores: counted, never averaged), ``mean``, ``ci_low``,
-        ``ci_high`` (percentile bootstrap of the mean), ``pass_rate`` (share of scored rows
-        that passed), ``label_counts`` (list of ``{label, count}`` structs, most frequent
-        first: ``.explode("label_counts").unnest("label_counts")`` makes it a table), then
-        ``tokens`` and ``cost_usd`` (sums of known values) when those columns exist.
+        ``evaluator``, the ``by`` columns, ``rows``, ``scored`` (rows with a score),
+        ``errors`` (rows whose evaluation failed: counted, never averaged; ``scored +
+        errors == rows``), ``mean``, ``ci_low``, ``ci_high`` (percentile bootstrap of the
+        mean), ``pass_rate`` (share of *all* rows that passed: an error counts as not
+        passed, as in ``fk.gate``), ``label_counts`` (list of ``{label, count}`` structs,
+        most frequent first: ``.explode("label_counts").unnest("label_counts")`` makes it
+        a table), then ``tokens`` and ``cost_usd`` (sums of known values) when those
+        columns exist.
 
     Examples
     --------
@@ -209,8 +208,8 @@ def summarize(
     ...     "coherence_error": [None, None, "timeout", None, None, None],
     ... })
     >>> s = summarize(df, by="strategy", n_resamples=200)
-    >>> s.select("strategy", "rows", "scored", "failed", "mean").rows()
-    [('a', 3, 2, 1, 0.75), ('b', 3, 3, 0, 0.9166666666666666)]
+    >>> s.select("strategy", "rows", "scored", "errors", "mean", "pass_rate").rows()
+    [('a', 3, 2, 1, 0.75, 0.6666666666666666), ('b', 3, 3, 0, 0.9166666666666666, 1.0)]
     >>> s["label_counts"][1].to_list()
     [{'label': 'yes', 'count': 2}, {'label': 'mostly', 'count': 1}]
     """
@@ -225,7 +224,7 @@ def summarize(
         *keys,
         "rows",
         "scored",
-        "failed",
+        "errors",
         "mean",
         "ci_low",
         "ci_high",
