@@ -18,6 +18,7 @@ whole is one run error naming the provider's reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
@@ -244,13 +245,20 @@ class BatchExecutor:
     async def _adopt(self, m: Manifest) -> bool:
         """A run killed between creating a batch and recording its id left the manifest
         at ``uploading``: find that batch by the tag it was created with, not pay again."""
+        # Page by page through the provider's list: the batch may be past the first 100.
+        pages = self.client.batches()
+        found: BatchStatus | None = None
         try:
-            found = [s for s in await self.client.list() if s.tag == m.local_id]
+            async with contextlib.aclosing(pages):
+                async for status in pages:
+                    if status.tag == m.local_id:
+                        found = status
+                        break
         except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError):
             return False
-        if not found:
+        if found is None:
             return False
-        m.batch_id, m.state = found[0].id, "submitted"
+        m.batch_id, m.state = found.id, "submitted"
         self.store.save(m)
         return True
 
