@@ -13,12 +13,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import framekit as fk
+import framekit.judges.batch as batch_clients
 from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
@@ -55,11 +57,26 @@ def sim():
         yield s
 
 
+@pytest.fixture
+def openai_is(monkeypatch: pytest.MonkeyPatch) -> Callable[[JudgeSimulator], None]:
+    """Make ``sim`` stand in for OpenAI's own endpoint (the only one with OpenAI's batch
+    prices: a custom ``api_base`` has none), for a judge given no ``api_base``."""
+
+    def point(sim: JudgeSimulator) -> None:
+        for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setitem(batch_clients._DEFAULT_BASE, "openai", sim.api_base)
+
+    return point
+
+
 def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_price(
-    sim: JudgeSimulator, tmp_path: Path
+    sim: JudgeSimulator, tmp_path: Path, openai_is: Callable[[JudgeSimulator], None]
 ) -> None:
+    openai_is(sim)
     df = retrieval_frame(10_000)
-    batched = score(df, batch_judge(sim), tmp_path / "batch", details=True)
+    judge = fk.Judge(PRICED, api_key=API_KEY, batch=True, batch_poll=0.02)
+    batched = score(df, judge, tmp_path / "batch", details=True)
     stats = sim.stats()
     assert stats["chat"] == 0
     assert stats["batch"]["batches_created"] == 1
@@ -358,7 +375,11 @@ def test_command_line_batch_run_and_its_dry_run(
         "--cache", str(tmp_path / "cache"), "-q",
     ]  # fmt: skip
     assert main([*args, "--dry-run"]) == 0
-    assert "80 requests at the batch API's 50 % price" in capsys.readouterr().out
+    # A custom api_base has no list price, in batch mode as on the direct path.
+    assert (
+        "estimated cost: unknown (a custom api_base has no list price); "
+        "80 requests through the batch API" in capsys.readouterr().out
+    )
     sim.configure(batch_seconds=0.5)
     assert main([*args, "-o", str(tmp_path / "scored.parquet"), "--no-wait"]) == 75
     assert "batch_sim" in capsys.readouterr().err

@@ -35,7 +35,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
-from framekit.judges.batch import BatchClient, BatchStatus, client_for
+from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
 from framekit.judges.batch.base import BatchHTTPError
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.pricing import cost as price_of
@@ -80,6 +80,8 @@ class BatchExecutor:
         self.mode: Mode = "tool" if self.client.provider == "anthropic" else "json_schema"
         # Where manifests say the batches went: never with credentials in the URL.
         self.endpoint = _secrets.safe_url(self.client.api_base) or self.client.api_base
+        # OpenAI's batch rates are OpenAI's: at a custom api_base the cost is unknown.
+        self.priced = list_priced(judge)
         self.shapes: dict[str, ChatRequest] = {}
         self.finished: set[str] = set()
         self.retries: dict[str, int] = {}
@@ -361,8 +363,10 @@ class BatchExecutor:
                 error = self._redact(line.error)
                 self._line_failed(key, m, error, line.retryable and not cancelled, followups)
                 continue
-            cost = price_of(
-                self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True
+            cost = (
+                price_of(self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True)
+                if self.priced
+                else None
             )
             tokens = line.prompt_tokens + line.completion_tokens
             self.stats.tokens += tokens
