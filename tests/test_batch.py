@@ -271,10 +271,13 @@ def test_cli_lists_and_cancels_batches(
     with pytest.raises(BatchPending) as pending:
         score(retrieval_frame(30), batch_judge(sim, wait=False), tmp_path)
     batch_id = pending.value.batch_ids[0]
-    assert main(["batches", "--cache", str(tmp_path)]) == 0
+    where = ["--cache", str(tmp_path), "--api-base", sim.api_base]
+    retrieves = sim.stats()["batch"]["retrieves"]
+    assert main(["batches", *where]) == 0
     listing = capsys.readouterr().out
-    assert batch_id in listing and "in_progress" in listing or "validating" in listing
-    assert main(["batches", "cancel", batch_id, "--cache", str(tmp_path)]) == 0
+    assert batch_id in listing and ("in_progress" in listing or "validating" in listing)
+    assert sim.stats()["batch"]["retrieves"] == retrieves + 1  # refreshed from the provider
+    assert main(["batches", "cancel", batch_id, *where]) == 0
     assert sim.stats()["batch"]["batches_cancelled"] == 1
     # The cancelled batch's rows end with a one-line error, not silently empty.
     out = score(retrieval_frame(30), batch_judge(sim), tmp_path)

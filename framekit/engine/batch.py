@@ -23,7 +23,6 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -54,6 +53,12 @@ Line = tuple[str, list[dict[str, Any]], ChatRequest]  # key, messages, answer sh
 __all__ = ["BatchExecutor", "BatchPending"]
 
 
+def recorded_endpoint(api_base: str) -> str:
+    """The endpoint as manifests record it (never with credentials in the URL); a manifest
+    is followed only where this equals the endpoint the user gave."""
+    return _secrets.safe_url(api_base) or api_base
+
+
 def custom_id(key: str) -> str:
     """A cache key as a provider ``custom_id`` (Anthropic allows ``[a-zA-Z0-9_-]{1,64}``)."""
     return key.rpartition(":")[2]
@@ -74,12 +79,12 @@ class BatchExecutor:
         self.stats = stats
         self.show = show_progress
         self.client: BatchClient = client_for(judge)
-        self.store = ManifestStore.of_cache(cache.path if cache.enabled else None)
+        self.store = ManifestStore.of_cache(cache.path if cache.writable else None)
         # Structured output as the provider's batch endpoint takes it; like the chat
         # executor's, the mode belongs to this run (it falls back when rejected).
         self.mode: Mode = "tool" if self.client.provider == "anthropic" else "json_schema"
         # Where manifests say the batches went: never with credentials in the URL.
-        self.endpoint = _secrets.safe_url(self.client.api_base) or self.client.api_base
+        self.endpoint = recorded_endpoint(self.client.api_base)
         # OpenAI's batch rates are OpenAI's: at a custom api_base the cost is unknown.
         self.priced = list_priced(judge)
         self.shapes: dict[str, ChatRequest] = {}
@@ -184,7 +189,7 @@ class BatchExecutor:
             handle.write(client.footer)
             handle.close()
             handle = None
-            client.finish_spool(Path(manifest.spool), size + len(client.footer))
+            client.finish_spool(self.store.spool_of(manifest), size + len(client.footer))
             self.store.save(manifest)
             done.append(manifest)
 
@@ -201,7 +206,7 @@ class BatchExecutor:
                     close()
                     manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
                     manifest.mode = self.mode
-                    handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
+                    handle = open(self.store.spool_of(manifest), "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
                     size = len(client.header)
                 handle.write(data)
@@ -237,7 +242,7 @@ class BatchExecutor:
     def _spool_messages(
         self, manifest: Manifest, wanted: set[str]
     ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        with open(manifest.spool, "rb") as handle:
+        with open(self.store.spool_of(manifest), "rb") as handle:
             for line in handle:
                 decoded = self.client.decode(line)
                 if decoded is not None and key_of(decoded[0]) in wanted:
@@ -271,7 +276,7 @@ class BatchExecutor:
         while True:
             try:
                 batch_id, file_id = await self.client.submit(
-                    Path(m.spool), len(m.keys), {"framekit": m.local_id}
+                    self.store.spool_of(m), len(m.keys), {"framekit": m.local_id}
                 )
                 break
             except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
