@@ -25,30 +25,11 @@ from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
 from framekit.testing import JudgeSimulator, SimulatorConfig
-from tests.helpers import API_KEY, MAPPING, retrieval_frame
+from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame
+from tests.helpers import score_retrieval as score
 
 PRICED = "openai/gpt-4o-mini"  # in litellm's price map, batch prices included
 CLAUDE = "anthropic/claude-3-5-haiku-20241022"
-
-
-def batch_judge(sim: JudgeSimulator, model: str = PRICED, **options: object) -> fk.Judge:
-    options.setdefault("batch_poll", 0.02)
-    options.setdefault("api_key", API_KEY)
-    return fk.Judge(model, api_base=sim.api_base, batch=True, **options)  # type: ignore[arg-type]
-
-
-def score(df: pl.DataFrame, judge: object, cache: Path, **kw: object) -> pl.DataFrame:
-    out = fk.evaluate_dataframe(
-        df,
-        [RetrievalRelevance()],
-        MAPPING,
-        judge=judge,
-        cache=cache,
-        progress=False,
-        **kw,  # type: ignore[arg-type]
-    )
-    assert isinstance(out, pl.DataFrame)
-    return out
 
 
 @pytest.fixture

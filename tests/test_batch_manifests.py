@@ -27,7 +27,7 @@ from framekit.engine.dryrun import plan_requests
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import AnthropicBatchClient, OpenAIBatchClient
 from framekit.testing import JudgeSimulator, SimulatorConfig
-from tests.helpers import API_KEY, MAPPING, retrieval_frame
+from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame, score_retrieval
 
 PRICED = "openai/gpt-4o-mini"
 ROWS = 30
@@ -91,30 +91,15 @@ def foreign() -> Iterator[Recorder]:
     server.server_close()
 
 
-def judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
-    options.setdefault("batch_poll", 0.02)
-    return fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY, batch=True, **options)
-
-
-def score(cache: Path, the_judge: fk.Judge, rows: int = ROWS, **kw: Any) -> pl.DataFrame:
-    out = fk.evaluate_dataframe(
-        retrieval_frame(rows),
-        [RetrievalRelevance()],
-        MAPPING,
-        judge=the_judge,
-        cache=cache,
-        progress=False,
-        **kw,
-    )
-    assert isinstance(out, pl.DataFrame)
-    return out
+def score(cache: Path, judge: fk.Judge, **kw: Any) -> pl.DataFrame:
+    return score_retrieval(retrieval_frame(ROWS), judge, cache, **kw)
 
 
 def submitted(sim: JudgeSimulator, cache: Path) -> tuple[Path, dict[str, Any]]:
     """Submit this test's rows without waiting: the manifest left, and its content."""
     sim.configure(batch_seconds=600.0)
     with pytest.raises(BatchPending):
-        score(cache, judge(sim, wait=False))
+        score(cache, batch_judge(sim, wait=False))
     (path,) = (cache / "batches").glob("*.json")
     return path, json.loads(path.read_text())
 
@@ -193,7 +178,7 @@ def test_a_hostile_manifest_is_reported_in_one_line_and_left_alone(
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = score(cache, judge(sim))
+        out = score(cache, batch_judge(sim))
 
     assert out["retrieval_relevance_score"].null_count() == 0
     # The run made its own batch: nothing of the hostile manifest was uploaded.
@@ -281,7 +266,7 @@ def test_a_corrupt_cache_db_between_submit_and_collect_resumes_the_recorded_batc
     sim.configure(batch_seconds=0.1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = score(cache, judge(sim))
+        out = score(cache, batch_judge(sim))
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 1  # resumed, not paid twice
     assert any("was corrupt" in str(w.message) for w in caught)
@@ -296,7 +281,7 @@ def test_a_corrupt_cache_db_between_submit_and_collect_resumes_the_recorded_batc
 def test_a_custom_api_base_has_no_list_price_in_batch_mode_or_the_dry_run(
     sim: JudgeSimulator, tmp_path: Path
 ) -> None:
-    out = score(tmp_path / "batch", judge(sim), details=True)
+    out = score(tmp_path / "batch", batch_judge(sim), details=True)
     assert out["retrieval_relevance_cost_usd"].null_count() == ROWS
     run = fk.last_run()
     assert run is not None and run.batch_requests == ROWS and run.cost_usd is None
@@ -305,7 +290,7 @@ def test_a_custom_api_base_has_no_list_price_in_batch_mode_or_the_dry_run(
     direct = fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY, transport="http")
     score(tmp_path / "direct", direct)
     assert fk.last_run().cost_usd is None  # type: ignore[union-attr]
-    for planned in (direct, judge(sim)):
+    for planned in (direct, batch_judge(sim)):
         plan = plan_requests(
             [retrieval_frame(ROWS)], [RetrievalRelevance()], MAPPING, judge=planned, cache=False
         )
@@ -350,7 +335,7 @@ def test_a_recorded_batch_past_the_first_100_at_the_provider_is_still_adopted(
     _create_batches(OpenAIBatchClient, sim, tmp_path, 120)
     path.write_text(json.dumps({**manifest, "state": "uploading", "batch_id": None}))
     sim.configure(batch_seconds=0.1)
-    out = score(cache, judge(sim))
+    out = score(cache, batch_judge(sim))
     assert out["retrieval_relevance_score"].null_count() == 0
     stats = sim.stats()["batch"]
     assert stats["batches_created"] == 121  # the recorded one adopted, none paid again
@@ -387,7 +372,7 @@ def test_spools_are_recorded_beside_their_manifest_so_a_copied_cache_resumes(
     sim.configure(batch_seconds=0.1)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        out = score(tmp_path / "job2", judge(sim))
+        out = score(tmp_path / "job2", batch_judge(sim))
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 1
     assert not [w for w in caught if "batch manifest" in str(w.message)]
