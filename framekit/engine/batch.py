@@ -206,7 +206,8 @@ class BatchExecutor:
                     close()
                     manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
                     manifest.mode = self.mode
-                    handle = open(self.store.spool_of(manifest), "wb")  # noqa: SIM115 (closed in close())
+                    spool = self.store.spool_of(manifest)
+                    handle = open(spool, "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
                     size = len(client.header)
                 handle.write(data)

@@ -187,26 +187,23 @@ class ManifestStore:
             data = json.loads(path.read_bytes(), parse_constant=_no_constant)
         except OSError as exc:
             return f"unreadable ({type(exc).__name__})"
-        except (ValueError, RecursionError):
-            return "not a JSON document"
+        except UnicodeDecodeError:
+            return "not UTF-8 text"
+        except (ValueError, RecursionError) as exc:  # the parser's position, not the text
+            return f"not a JSON document ({exc})"
         problem = _schema_problem(data)
-        if problem is None and data["local_id"] != path.stem:
-            problem = "local_id: differs from the file name"
-        if problem is None and not all(
-            isinstance(k, str) and _KEY.fullmatch(k) for k in data["keys"]
-        ):
-            problem = "keys: not all framekit cache keys"
-        if problem is None:
-            problem = self._spool_problem(data["spool"], data["local_id"])
-        return problem if problem is not None else Manifest(**data)
-
-    def _spool_problem(self, spool: str, local_id: str) -> str | None:
-        recorded = Path(spool)
-        where = recorded if recorded.is_absolute() else self.root / recorded
-        own = os.path.join(os.path.realpath(self.root), f"{local_id}.jsonl")
-        if os.path.realpath(where) != own:
-            return f"spool: not {local_id}.jsonl in {printable(str(self.root))} (symlinks resolved)"
-        return None
+        if problem is not None:
+            return problem
+        if data["local_id"] != path.stem:
+            return "local_id: differs from the file name"
+        if not all(isinstance(k, str) and _KEY.fullmatch(k) for k in data["keys"]):
+            return "keys: not all framekit cache keys"
+        recorded = Path(data["spool"])
+        spool = recorded if recorded.is_absolute() else self.root / recorded
+        own = os.path.join(os.path.realpath(self.root), f"{data['local_id']}.jsonl")
+        if os.path.realpath(spool) != own:
+            return "spool: not <local_id>.jsonl beside the manifest (symlinks resolved)"
+        return Manifest(**data)
 
     def open_for(
         self, provider: str, endpoint: str, keys: set[str] | dict[str, Any]
@@ -252,7 +249,8 @@ def _schema_problem(data: Any) -> str | None:
     where = "/".join(str(p) for p in error.absolute_path) or "the record"
     kind, expected = error.validator, error.validator_value
     if kind == "type":
-        return f"{where}: not of type {expected}"
+        types = expected if isinstance(expected, list) else [expected]
+        return f"{where}: not of type {' or '.join(types)}"
     if kind == "enum":
         return f"{where}: not one of {', '.join(map(str, expected))}"
     if kind == "required":
