@@ -94,12 +94,12 @@ def main() -> None:
         manifests = executor.write_spools(lines, round_=0)
         write_s = time.perf_counter() - t0
         write_mb = peak_mb()
-        sizes = [Path(m.spool).stat().st_size for m in manifests]
+        sizes = [executor.store.spool_of(m).stat().st_size for m in manifests]
 
         t0 = time.perf_counter()
         read = 0
         for m in manifests:
-            with open(m.spool, "rb") as handle:
+            with open(executor.store.spool_of(m), "rb") as handle:
                 for line in handle:
                     read += executor.client.decode(line) is not None
         read_s = time.perf_counter() - t0

@@ -23,6 +23,24 @@ def sim_judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
     return fk.Judge("openai/sim-judge", api_base=sim.api_base, **options)
 
 
+def batch_judge(sim: JudgeSimulator, model: str = "openai/gpt-4o-mini", **options: Any) -> fk.Judge:
+    """A batch-mode judge at the simulator's batch API, polling it every 20 ms."""
+    options.setdefault("batch_poll", 0.02)
+    options.setdefault("api_key", API_KEY)
+    return fk.Judge(model, api_base=sim.api_base, batch=True, **options)
+
+
+def score_retrieval(df: pl.DataFrame, judge: Any, cache: Any, **kw: Any) -> pl.DataFrame:
+    """``df`` scored by RetrievalRelevance with ``MAPPING``, quietly (a polars frame)."""
+    from framekit.evaluators import RetrievalRelevance
+
+    out = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False, **kw
+    )
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
 def retrieval_frame(n: int, distinct: int | None = None, label: str | None = None) -> pl.DataFrame:
     """``n`` rows of (question, docs); ``distinct`` of them differ; an optional marker label."""
     distinct = distinct or n

@@ -13,40 +13,23 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 import framekit as fk
+import framekit.judges.batch as batch_clients
 from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
 from framekit.testing import JudgeSimulator, SimulatorConfig
-from tests.helpers import API_KEY, MAPPING, retrieval_frame
+from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame
+from tests.helpers import score_retrieval as score
 
 PRICED = "openai/gpt-4o-mini"  # in litellm's price map, batch prices included
 CLAUDE = "anthropic/claude-3-5-haiku-20241022"
-
-
-def batch_judge(sim: JudgeSimulator, model: str = PRICED, **options: object) -> fk.Judge:
-    options.setdefault("batch_poll", 0.02)
-    options.setdefault("api_key", API_KEY)
-    return fk.Judge(model, api_base=sim.api_base, batch=True, **options)  # type: ignore[arg-type]
-
-
-def score(df: pl.DataFrame, judge: object, cache: Path, **kw: object) -> pl.DataFrame:
-    out = fk.evaluate_dataframe(
-        df,
-        [RetrievalRelevance()],
-        MAPPING,
-        judge=judge,
-        cache=cache,
-        progress=False,
-        **kw,  # type: ignore[arg-type]
-    )
-    assert isinstance(out, pl.DataFrame)
-    return out
 
 
 @pytest.fixture
@@ -55,11 +38,26 @@ def sim():
         yield s
 
 
+@pytest.fixture
+def openai_is(monkeypatch: pytest.MonkeyPatch) -> Callable[[JudgeSimulator], None]:
+    """Make ``sim`` stand in for OpenAI's own endpoint (the only one with OpenAI's batch
+    prices: a custom ``api_base`` has none), for a judge given no ``api_base``."""
+
+    def point(sim: JudgeSimulator) -> None:
+        for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setitem(batch_clients._DEFAULT_BASE, "openai", sim.api_base)
+
+    return point
+
+
 def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_price(
-    sim: JudgeSimulator, tmp_path: Path
+    sim: JudgeSimulator, tmp_path: Path, openai_is: Callable[[JudgeSimulator], None]
 ) -> None:
+    openai_is(sim)
     df = retrieval_frame(10_000)
-    batched = score(df, batch_judge(sim), tmp_path / "batch", details=True)
+    judge = fk.Judge(PRICED, api_key=API_KEY, batch=True, batch_poll=0.02)
+    batched = score(df, judge, tmp_path / "batch", details=True)
     stats = sim.stats()
     assert stats["chat"] == 0
     assert stats["batch"]["batches_created"] == 1
@@ -254,10 +252,13 @@ def test_cli_lists_and_cancels_batches(
     with pytest.raises(BatchPending) as pending:
         score(retrieval_frame(30), batch_judge(sim, wait=False), tmp_path)
     batch_id = pending.value.batch_ids[0]
-    assert main(["batches", "--cache", str(tmp_path)]) == 0
+    where = ["--cache", str(tmp_path), "--api-base", sim.api_base]
+    retrieves = sim.stats()["batch"]["retrieves"]
+    assert main(["batches", *where]) == 0
     listing = capsys.readouterr().out
-    assert batch_id in listing and "in_progress" in listing or "validating" in listing
-    assert main(["batches", "cancel", batch_id, "--cache", str(tmp_path)]) == 0
+    assert batch_id in listing and ("in_progress" in listing or "validating" in listing)
+    assert sim.stats()["batch"]["retrieves"] == retrieves + 1  # refreshed from the provider
+    assert main(["batches", "cancel", batch_id, *where]) == 0
     assert sim.stats()["batch"]["batches_cancelled"] == 1
     # The cancelled batch's rows end with a one-line error, not silently empty.
     out = score(retrieval_frame(30), batch_judge(sim), tmp_path)
@@ -358,7 +359,11 @@ def test_command_line_batch_run_and_its_dry_run(
         "--cache", str(tmp_path / "cache"), "-q",
     ]  # fmt: skip
     assert main([*args, "--dry-run"]) == 0
-    assert "80 requests at the batch API's 50 % price" in capsys.readouterr().out
+    # A custom api_base has no list price, in batch mode as on the direct path.
+    assert (
+        "estimated cost: unknown (a custom api_base has no list price); "
+        "80 requests through the batch API" in capsys.readouterr().out
+    )
     sim.configure(batch_seconds=0.5)
     assert main([*args, "-o", str(tmp_path / "scored.parquet"), "--no-wait"]) == 75
     assert "batch_sim" in capsys.readouterr().err

@@ -264,7 +264,7 @@ def _read_only(path: Path) -> Iterator[None]:
             p.chmod(mode)
 
 
-def test_read_only_cache_dir_warns_once_and_the_run_continues(judge_simulator):
+def test_read_only_cache_dir_serves_its_answers_and_warns_in_one_line(judge_simulator):
     base = Path(tempfile.mkdtemp())
     base.chmod(0o755)  # reachable for an unprivileged user
     cache_dir = base / "cache"
@@ -274,10 +274,17 @@ def test_read_only_cache_dir_warns_once_and_the_run_continues(judge_simulator):
         warnings.simplefilter("always")
         out = _run(retrieval_frame(20), judge_simulator, cache_dir)
     assert _all_scored(out)
-    messages = _cache_warnings(caught)
-    assert len(messages) == 1, messages
-    assert "continuing without caching" in messages[0] and str(cache_dir) in messages[0]
-    assert judge_simulator.stats()["chat"] == 20
+    # The 5 answers in the cache are served (no request for them); the misses are scored.
+    assert judge_simulator.stats()["chat"] == 15
+    (warning,) = [w for w in caught if "framekit cache" in str(w.message)]
+    message = str(warning.message)
+    assert str(cache_dir) in message and "read-only" in message
+    assert "nothing new will be saved" in message
+    # As Python prints it: one line, no line of framekit's source under it.
+    shown = warnings.formatwarning(
+        warning.message, warning.category, warning.filename, warning.lineno, warning.line
+    )
+    assert shown.count("\n") == 1 and "self._open()" not in shown, shown
     assert len(fk.Cache(cache_dir)) == 5, "nothing was written into the read-only cache"
 
 

@@ -18,11 +18,11 @@ whole is one run error naming the provider's reason.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -34,7 +34,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
-from framekit.judges.batch import BatchClient, BatchStatus, client_for
+from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
 from framekit.judges.batch.base import BatchHTTPError
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.pricing import cost as price_of
@@ -51,6 +51,12 @@ MAX_POLL_FAILURES = 10
 Line = tuple[str, list[dict[str, Any]], ChatRequest]  # key, messages, answer shape
 
 __all__ = ["BatchExecutor", "BatchPending"]
+
+
+def recorded_endpoint(api_base: str) -> str:
+    """The endpoint as manifests record it (never with credentials in the URL); a manifest
+    is followed only where this equals the endpoint the user gave."""
+    return _secrets.safe_url(api_base) or api_base
 
 
 def custom_id(key: str) -> str:
@@ -73,12 +79,14 @@ class BatchExecutor:
         self.stats = stats
         self.show = show_progress
         self.client: BatchClient = client_for(judge)
-        self.store = ManifestStore.of_cache(cache.path if cache.enabled else None)
+        self.store = ManifestStore.of_cache(cache.path if cache.writable else None)
         # Structured output as the provider's batch endpoint takes it; like the chat
         # executor's, the mode belongs to this run (it falls back when rejected).
         self.mode: Mode = "tool" if self.client.provider == "anthropic" else "json_schema"
         # Where manifests say the batches went: never with credentials in the URL.
-        self.endpoint = _secrets.safe_url(self.client.api_base) or self.client.api_base
+        self.endpoint = recorded_endpoint(self.client.api_base)
+        # OpenAI's batch rates are OpenAI's: at a custom api_base the cost is unknown.
+        self.priced = list_priced(judge)
         self.shapes: dict[str, ChatRequest] = {}
         self.finished: set[str] = set()
         self.retries: dict[str, int] = {}
@@ -181,7 +189,7 @@ class BatchExecutor:
             handle.write(client.footer)
             handle.close()
             handle = None
-            client.finish_spool(Path(manifest.spool), size + len(client.footer))
+            client.finish_spool(self.store.spool_of(manifest), size + len(client.footer))
             self.store.save(manifest)
             done.append(manifest)
 
@@ -198,7 +206,8 @@ class BatchExecutor:
                     close()
                     manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
                     manifest.mode = self.mode
-                    handle = open(manifest.spool, "wb")  # noqa: SIM115 (closed in close())
+                    spool = self.store.spool_of(manifest)
+                    handle = open(spool, "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
                     size = len(client.header)
                 handle.write(data)
@@ -234,7 +243,7 @@ class BatchExecutor:
     def _spool_messages(
         self, manifest: Manifest, wanted: set[str]
     ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-        with open(manifest.spool, "rb") as handle:
+        with open(self.store.spool_of(manifest), "rb") as handle:
             for line in handle:
                 decoded = self.client.decode(line)
                 if decoded is not None and key_of(decoded[0]) in wanted:
@@ -244,13 +253,20 @@ class BatchExecutor:
     async def _adopt(self, m: Manifest) -> bool:
         """A run killed between creating a batch and recording its id left the manifest
         at ``uploading``: find that batch by the tag it was created with, not pay again."""
+        # Page by page through the provider's list: the batch may be past the first 100.
+        pages = self.client.batches()
+        found: BatchStatus | None = None
         try:
-            found = [s for s in await self.client.list() if s.tag == m.local_id]
+            async with contextlib.aclosing(pages):
+                async for status in pages:
+                    if status.tag == m.local_id:
+                        found = status
+                        break
         except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError):
             return False
-        if not found:
+        if found is None:
             return False
-        m.batch_id, m.state = found[0].id, "submitted"
+        m.batch_id, m.state = found.id, "submitted"
         self.store.save(m)
         return True
 
@@ -261,7 +277,7 @@ class BatchExecutor:
         while True:
             try:
                 batch_id, file_id = await self.client.submit(
-                    Path(m.spool), len(m.keys), {"framekit": m.local_id}
+                    self.store.spool_of(m), len(m.keys), {"framekit": m.local_id}
                 )
                 break
             except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
@@ -353,8 +369,10 @@ class BatchExecutor:
                 error = self._redact(line.error)
                 self._line_failed(key, m, error, line.retryable and not cancelled, followups)
                 continue
-            cost = price_of(
-                self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True
+            cost = (
+                price_of(self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True)
+                if self.priced
+                else None
             )
             tokens = line.prompt_tokens + line.completion_tokens
             self.stats.tokens += tokens

@@ -4,25 +4,29 @@ Keys are sha256 digests over what determines a response (model, messages, decodi
 parameters, template version) and never include an API key. Values are plain JSON-able
 dicts (judge responses) or raw float32 bytes (embeddings).
 
-A cache that cannot be used (read-only directory, full disk, corrupt database) must not
-cost the user their run: the problem is reported once and the run continues uncached.
+A cache that cannot be used (full disk, corrupt database) must not cost the user their
+run: the problem is reported once, in one line, and the run continues uncached. A
+read-only cache is still read: its answers are served, nothing new is saved.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
 import sqlite3
+import threading
 import time
-import warnings
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import diskcache
+
+from framekit.engine.notice import warn
 
 _ENV_DIR = "FRAMEKIT_CACHE_DIR"
 
@@ -45,6 +49,21 @@ def digest(payload: Any) -> str:
 _CACHE_ERRORS = (sqlite3.Error, OSError, diskcache.Timeout)
 
 
+#: What recovery from a corrupt database leaves in place: the batch records
+#: (``engine.batch_manifest``), which name batches already submitted and paid for.
+_KEPT = frozenset({"batches"})
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    """Whether opening failed because this process may not write the directory."""
+    if isinstance(exc, OSError):
+        return exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS)
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "readonly" in text or "unable to open" in text
+    )
+
+
 def _is_corrupt(exc: BaseException) -> bool:
     text = str(exc).lower()
     return isinstance(exc, sqlite3.DatabaseError) and (
@@ -55,9 +74,11 @@ def _is_corrupt(exc: BaseException) -> bool:
 class Cache:
     """A persistent response cache in a directory, safe across threads and processes.
 
-    A cache that cannot be used never costs the run: a read-only or full directory is
-    reported once (a ``RuntimeWarning``) and the run continues uncached; a corrupt database
-    is moved aside (kept for inspection as ``<dir>.corrupt-<time>``) and a fresh one used.
+    A cache that cannot be used never costs the run: a full disk is reported once (a
+    one-line ``RuntimeWarning``) and the run continues uncached; a corrupt database is
+    moved aside (kept for inspection in ``<dir>.corrupt-<time>``; the batch records in
+    ``<dir>/batches`` stay) and a fresh one used. A directory this process may not write
+    is read in place: its answers are served, with one warning that nothing new is saved.
 
     Parameters
     ----------
@@ -75,7 +96,7 @@ class Cache:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._store: diskcache.Cache | None = None
+        self._store: diskcache.Cache | _ReadOnlyStore | None = None
         self._disabled_reason: str | None = None
         self._moved_aside = False
         #: Values written by this object so far (what an interrupted run kept).
@@ -92,11 +113,29 @@ class Cache:
         try:
             self._store = self._connect()
         except _CACHE_ERRORS as exc:
-            self._failed(exc)
+            if _is_corrupt(exc) or not _is_read_only(exc) or not self._open_read_only(exc):
+                self._failed(exc)
+
+    def _open_read_only(self, exc: BaseException) -> bool:
+        """Serve the answers of a cache this process may not write (shared, mounted
+        read-only, another user's), saying once that nothing new will be saved."""
+        try:
+            store = _ReadOnlyStore(self.path)
+            count = len(store)
+        except (*_CACHE_ERRORS, ValueError, TypeError):
+            return False  # nothing to read either: uncached, as for any unusable cache
+        self._store = store
+        warn(
+            f"framekit cache at {self.path} is read-only ({type(exc).__name__}: {exc}): "
+            f"its {count} entries are used, nothing new will be saved"
+        )
+        return True
 
     def _failed(self, exc: BaseException) -> None:
         """One place decides: move a corrupt database aside (once), else stop caching."""
-        if _is_corrupt(exc) and not self._moved_aside:
+        # A read-only cache is never moved: it is not this process's to move.
+        read_only = isinstance(self._store, _ReadOnlyStore)
+        if _is_corrupt(exc) and not self._moved_aside and not read_only:
             self._moved_aside = True
             self._move_aside(exc)
         else:
@@ -110,26 +149,27 @@ class Cache:
             self._store = None
         aside = self.path.with_name(f"{self.path.name}.corrupt-{int(time.time())}")
         try:
-            shutil.move(str(self.path), str(aside))
+            aside.mkdir()
+            # The database and its value files, not the batch records beside them: those
+            # name batches already paid for, which the next run must find and collect.
+            for entry in sorted(self.path.iterdir()):
+                if entry.name not in _KEPT:
+                    shutil.move(str(entry), str(aside / entry.name))
             self._store = self._connect()
         except (*_CACHE_ERRORS, shutil.Error) as exc2:
             self._disable(exc2)
             return
-        warnings.warn(
+        warn(
             f"framekit cache at {self.path} was corrupt ({type(exc).__name__}: {exc}); "
-            f"moved it to {aside} and started a new one",
-            RuntimeWarning,
-            stacklevel=4,
+            f"moved its database to {aside} and started a new one"
         )
 
     def _disable(self, exc: BaseException) -> None:
         if self._disabled_reason is None:
             self._disabled_reason = f"{type(exc).__name__}: {exc}"
-            warnings.warn(
+            warn(
                 f"framekit cache at {self.path} is unusable ({self._disabled_reason}); "
-                "continuing without caching",
-                RuntimeWarning,
-                stacklevel=4,
+                "continuing without caching"
             )
         self._store = None
 
@@ -137,6 +177,11 @@ class Cache:
     def enabled(self) -> bool:
         """False once the cache has been found unusable for this session."""
         return self._store is not None
+
+    @property
+    def writable(self) -> bool:
+        """Whether answers are saved (False for a read-only cache, which is still read)."""
+        return self._store is not None and not isinstance(self._store, _ReadOnlyStore)
 
     def get(self, key: str) -> Any:
         """One value, or ``None`` when absent (or the cache is unusable)."""
@@ -172,11 +217,9 @@ class Cache:
         """
         if self.path.is_dir():
             return False
-        warnings.warn(
+        warn(
             f"framekit cache directory {self.path} was deleted during the run; answers "
-            "written to it before are lost, later ones go to a new cache at that path",
-            RuntimeWarning,
-            stacklevel=4,
+            "written to it before are lost, later ones go to a new cache at that path"
         )
         if self._store is not None:
             with contextlib.suppress(*_CACHE_ERRORS):
@@ -185,15 +228,20 @@ class Cache:
         self._open()
         return True
 
+    def _writer(self) -> diskcache.Cache | None:
+        """The database to write to: ``None`` when uncached or read-only (said once, at
+        open); reopened first when the directory was deleted under it."""
+        if not self.writable:
+            return None
+        self._gone()
+        store = self._store
+        return store if isinstance(store, diskcache.Cache) else None
+
     def set(self, key: str, value: Any) -> None:
         """Store one value; a failing write disables the cache with one warning."""
-        store = self._store
+        store = self._writer()
         if store is None:
             return
-        if self._gone():
-            store = self._store
-            if store is None:
-                return
         try:
             store.set(key, value)
         except _CACHE_ERRORS as exc:
@@ -203,13 +251,9 @@ class Cache:
 
     def set_many(self, items: Iterable[tuple[str, Any]]) -> None:
         """Store many values in one transaction."""
-        store = self._store
+        store = self._writer()
         if store is None:
             return
-        if self._gone():
-            store = self._store
-            if store is None:
-                return
         written = 0
         try:
             with store.transact():
@@ -232,9 +276,10 @@ class Cache:
             return 0
 
     def clear(self) -> None:
-        """Remove every entry."""
-        if self._store is not None:
-            self._store.clear()
+        """Remove every entry (of a cache this process may write)."""
+        store = self._writer()
+        if store is not None:
+            store.clear()
 
     def close(self) -> None:
         """Close the underlying database (reopened lazily by diskcache on next use)."""
@@ -244,6 +289,76 @@ class Cache:
     def __repr__(self) -> str:
         state = "" if self.enabled else f", disabled={self._disabled_reason!r}"
         return f"Cache({str(self.path)!r}{state})"
+
+
+class _ReadOnlyStore:
+    """A diskcache directory read in place, for a process that may not write it.
+
+    ``diskcache.Cache`` cannot open such a directory (it creates its tables and sets its
+    settings on open), so its ``Cache`` table is read with sqlite3 and each value decoded
+    by diskcache's own :class:`diskcache.Disk`, as ``diskcache.Cache.get`` does. Opened
+    ``mode=ro`` when SQLite can use the WAL index beside it; else (no ``-shm`` file, and
+    none may be created: a cache closed cleanly) as an ``immutable`` file, which is
+    what the database file holds (answers left only in a ``-wal`` file would be missed).
+    """
+
+    def __init__(self, path: Path) -> None:
+        if not (path / "cache.db").is_file():
+            raise sqlite3.OperationalError("unable to open database file")
+        uri = (path / "cache.db").absolute().as_uri()
+        self._lock = threading.Lock()  # one connection, shared by the run's threads
+        self._con: sqlite3.Connection | None = None
+        try:
+            self._uri = f"{uri}?mode=ro"
+            con = self._connection()
+        except sqlite3.OperationalError:
+            self._uri = f"{uri}?immutable=1"
+            con = self._connection()
+        settings = dict(con.execute("SELECT key, value FROM Settings").fetchall())
+        disk = {k[5:]: v for k, v in settings.items() if str(k).startswith("disk_")}
+        self._disk = diskcache.Disk(str(path), **disk)
+        self._count = int(settings.get("count") or 0)
+
+    def _connection(self) -> sqlite3.Connection:
+        """The open connection; (re)opened on first use, and after :meth:`close`."""
+        if self._con is None:
+            con = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+            try:
+                con.execute("SELECT rowid FROM Cache LIMIT 1").fetchall()
+            except sqlite3.Error:
+                con.close()
+                raise
+            self._con = con
+        return self._con
+
+    def get(self, key: str) -> Any:
+        db_key, raw = self._disk.put(key)
+        with self._lock:
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
+                    " AND (expire_time IS NULL OR expire_time > ?)",
+                    (db_key, raw, time.time()),
+                )
+                .fetchall()
+            )
+        if not rows:
+            return None
+        ((mode, filename, value),) = rows
+        try:
+            return self._disk.fetch(mode, filename, value, False)
+        except OSError:  # its value file is gone: a miss, as for diskcache
+            return None
+
+    def __len__(self) -> int:
+        return self._count
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                self._con.close()
+                self._con = None
 
 
 class NullCache(Cache):

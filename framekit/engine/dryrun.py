@@ -11,7 +11,8 @@ Token and cost figures are estimates: prompt tokens are characters / 4 (no token
 loaded: litellm's may try to download one), answers are assumed to be
 ``ANSWER_TOKENS`` tokens, and prices come from litellm's public ``cost_per_token`` (which
 imports litellm, a few seconds, only when there is something to price; unknown models
-have no cost).
+have no cost). A judge whose run would report no cost has none here either: one at a
+custom ``api_base`` on the HTTP transport or in batch mode (``judges.batch.list_priced``).
 """
 
 from __future__ import annotations
@@ -32,12 +33,14 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_recor
 from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
+from framekit.judges.batch import list_priced
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.pricing import cost
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
+_NOT_IN_PRICE_MAP = "model not in litellm's price map"
 _LOOKUP_CHUNK = 10_000
 
 
@@ -61,6 +64,8 @@ class RequestPlan:
     answer_tokens: int = 0
     cost_usd: float | None = None
     cost_known: bool = True
+    #: Why the cost is unknown, when it is.
+    cost_unknown: str | None = None
     local_texts: int = 0
     local_judge: bool = False
     skipped: int = 0
@@ -79,7 +84,7 @@ class RequestPlan:
     def describe(self) -> str:
         """A few lines for a terminal."""
         if not self.cost_known:
-            cost = "unknown (model not in litellm's price map)"
+            cost = f"unknown ({self.cost_unknown or _NOT_IN_PRICE_MAP})"
         else:
             cost = f"${self.cost_usd or 0.0:.4f}"
         per = ", ".join(f"{k} {v}" for k, v in self.by_evaluator.items()) or "none"
@@ -98,6 +103,8 @@ class RequestPlan:
             ]
         if self.batch_requests and self.cost_known:
             cost += f" ({self.batch_requests} requests at the batch API's 50 % price)"
+        elif self.batch_requests:
+            cost += f"; {self.batch_requests} requests through the batch API"
         lines.append(f"  estimated cost: {cost}")
         if self.local_judge:
             lines.append(
@@ -162,9 +169,10 @@ def plan_requests(
     store = existing_cache(cache)
     judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge model, prompt characters, by batch API); insertion
-    # order = first use.
-    chats: dict[str, tuple[str, str, int, bool]] = {}
+    # key -> (evaluator name, judge model, prompt characters, by batch API, at list
+    # prices); insertion order = first use.
+    chats: dict[str, tuple[str, str, int, bool, bool]] = {}
+    priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
     texts: dict[str, None] = {}
     needed = {f for ev in evs for f in ev.fields}
     for frame in frames:
@@ -189,8 +197,12 @@ def plan_requests(
                 j, _ = planned.slots[0]
                 messages = planned_chats.request(key).messages
                 chars = sum(len(str(m.get("content") or "")) for m in messages)
-                batch = bool(getattr(planned.judge, "batch", False))
-                chats[key] = (jobs[j].evaluator.name, planned.judge.model, chars, batch)
+                sender = planned.judge
+                batch = bool(getattr(sender, "batch", False))
+                if id(sender) not in priced:
+                    priced[id(sender)] = not isinstance(sender, Judge) or list_priced(sender)
+                name = jobs[j].evaluator.name
+                chats[key] = (name, sender.model, chars, batch, priced[id(sender)])
         for job, rows in zip(jobs, prepared):
             for i, record in enumerate(rows):
                 if record is not None and isinstance(job.judge, LocalJudge):
@@ -203,7 +215,7 @@ def plan_requests(
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
-    for key, (name, model, chars, batch) in chats.items():
+    for key, (name, model, chars, batch, listed) in chats.items():
         if key in hits:
             continue
         plan.requests += 1
@@ -212,9 +224,11 @@ def plan_requests(
         plan.prompt_tokens += prompt
         plan.answer_tokens += ANSWER_TOKENS
         plan.batch_requests += int(batch)
-        price = cost(model, prompt, ANSWER_TOKENS, batch=batch)
+        price = cost(model, prompt, ANSWER_TOKENS, batch=batch) if listed else None
         if price is None:
             plan.cost_known = False
+            if not listed:
+                plan.cost_unknown = "a custom api_base has no list price"
         else:
             plan.cost_usd = (plan.cost_usd or 0.0) + price
     judges = judge_for.judges.values()

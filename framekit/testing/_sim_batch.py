@@ -53,6 +53,7 @@ class BatchSim:
             "lines_failed": 0,
             "lines_expired": 0,
             "retrieves": 0,
+            "lists": 0,
         }
         self.seq = 0
 
@@ -71,7 +72,7 @@ class BatchSim:
         parts = [p for p in path.split("/") if p]
         try:
             if parts[:2] == ["messages", "batches"]:
-                return self._anthropic(method, parts[2:], headers, body)
+                return self._anthropic(method, parts[2:], query, headers, body)
             if parts[0] == "files":
                 return self._files(method, parts[1:], headers, body)
             if parts[0] == "batches":
@@ -118,11 +119,7 @@ class BatchSim:
         if method == "POST" and not rest:
             return _ok(self._create_openai(json.loads(body or b"{}")))
         if method == "GET" and not rest:
-            limit = int(_query(query).get("limit", "20"))
-            data = [
-                self._view(b) for b in list(self.batches.values())[::-1] if b["kind"] == "openai"
-            ]
-            return _ok({"object": "list", "data": data[:limit], "has_more": len(data) > limit})
+            return _ok(self._page("openai", _query(query), "after", self._view))
         batch = self.batches[rest[0]]
         if method == "GET" and len(rest) == 1:
             self.counts["retrieves"] += 1
@@ -166,7 +163,7 @@ class BatchSim:
 
     # -- Anthropic batches ------------------------------------------------------------------
     def _anthropic(
-        self, method: str, rest: list[str], headers: dict[str, str], body: bytes
+        self, method: str, rest: list[str], query: str, headers: dict[str, str], body: bytes
     ) -> Reply:
         host = headers.get("host", "127.0.0.1")
         if method == "POST" and not rest:
@@ -183,12 +180,10 @@ class BatchSim:
                 self._anthropic_view(self._new("anthropic", "msgbatch_sim", lines, []), host)
             )
         if method == "GET" and not rest:
-            data = [
-                self._anthropic_view(b, host)
-                for b in self.batches.values()
-                if b["kind"] == "anthropic"
-            ]
-            return _ok({"data": data[::-1], "has_more": False})
+            page = self._page(
+                "anthropic", _query(query), "after_id", lambda b: self._anthropic_view(b, host)
+            )
+            return _ok(page)
         batch = self.batches[rest[0]]
         if method == "GET" and len(rest) == 1:
             self.counts["retrieves"] += 1
@@ -230,6 +225,23 @@ class BatchSim:
             "results_url": f"http://{host}/v1/messages/batches/{batch['id']}/results"
             if ended
             else None,
+        }
+
+    # -- the shared list and state machine ------------------------------------------------------
+    def _page(self, kind: str, query: dict[str, str], cursor: str, view: Any) -> dict[str, Any]:
+        """One page of the batch list, newest first, as both APIs page it: at most
+        ``limit`` (default 20, at most 100) after the batch named by ``cursor``."""
+        self.counts["lists"] += 1
+        limit = min(100, int(query.get("limit", "20")))
+        ids = [b["id"] for b in list(self.batches.values())[::-1] if b["kind"] == kind]
+        start = ids.index(query[cursor]) + 1 if query.get(cursor) in ids else 0
+        page = ids[start : start + limit]
+        return {
+            "object": "list",
+            "data": [view(self.batches[i]) for i in page],
+            "first_id": page[0] if page else None,
+            "last_id": page[-1] if page else None,
+            "has_more": start + limit < len(ids),
         }
 
     # -- the shared state machine -------------------------------------------------------------

@@ -207,7 +207,8 @@ class SimulatorStats(TypedDict):
     prompt_tokens: int
     completion_tokens: int
     #: Batch APIs: files_uploaded, files_downloaded, batches_created, batches_cancelled,
-    #: batches_rejected, lines, lines_failed, lines_expired, retrieves.
+    #: batches_rejected, lines, lines_failed, lines_expired, retrieves, lists (pages of
+    #: the batch list asked for).
     batch: dict[str, int]
 
 

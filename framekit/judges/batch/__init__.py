@@ -28,6 +28,8 @@ __all__ = [
     "LineResult",
     "OpenAIBatchClient",
     "client_for",
+    "endpoint_of",
+    "list_priced",
     "make_client",
 ]
 
@@ -72,6 +74,38 @@ def make_client(
     return client
 
 
+def endpoint_of(judge: Judge) -> tuple[str | None, str | None]:
+    """``(api_base, key)`` a batch client for ``judge`` uses: the judge's own, else the
+    provider's variables; ``api_base`` is ``None`` for the provider's public endpoint."""
+    provider = provider_of(judge.model)
+    env = _ENDPOINT_VARS[provider] if provider == "anthropic" else None
+    if env is None and judge.model.partition("/")[0] not in ("openai", "hosted_vllm"):
+        env = _ENDPOINT_VARS["openai"]
+    return resolve_endpoint(judge, env)
+
+
+def list_priced(judge: Judge) -> bool:
+    """Whether ``judge``'s calls are priced at its provider's list (or batch) prices.
+
+    Only the provider's own endpoint has them: a custom ``api_base`` (self-hosted, a
+    proxy, another provider) has no known price, on the HTTP transport (which applies
+    this rule to each answer) and in batch mode alike. litellm prices by model name at
+    any endpoint, so its transport's calls are priced as it prices them. The dry run asks
+    here too, so its estimate is what the run then reports.
+
+    Examples
+    --------
+    >>> from framekit.judges.litellm_judge import Judge
+    >>> list_priced(Judge("openai/gpt-4o-mini", api_base="http://127.0.0.1:8000/v1", batch=True))
+    False
+    """
+    if judge.batch:
+        return endpoint_of(judge)[0] is None
+    if judge.transport == "http":
+        return resolve_endpoint(judge)[0] is None
+    return True
+
+
 def client_for(judge: Judge) -> BatchClient:
     """The batch client speaking to ``judge``'s endpoint with its decoding parameters.
 
@@ -85,10 +119,7 @@ def client_for(judge: Judge) -> BatchClient:
     problem = judge.configuration_problem()
     if problem:
         raise JudgeConfigurationError(problem)
-    env = _ENDPOINT_VARS[provider] if provider == "anthropic" else None
-    if env is None and judge.model.partition("/")[0] not in ("openai", "hosted_vllm"):
-        env = _ENDPOINT_VARS["openai"]
-    base, key = resolve_endpoint(judge, env)
+    base, key = endpoint_of(judge)
     if key is None and base is None:
         # The provider's public endpoint always needs a key (a self-hosted one may not).
         raise JudgeConfigurationError(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +68,9 @@ class AnthropicBatchClient(BatchClient):
     async def cancel(self, batch_id: str) -> BatchStatus:
         return _status(await self.request("POST", f"/messages/batches/{batch_id}/cancel"))
 
-    async def list(self, limit: int = 100) -> list[BatchStatus]:
-        data = await self.request("GET", "/messages/batches", params={"limit": str(limit)})
-        return [_status(item) for item in data.get("data", [])]
+    async def batches(self) -> AsyncGenerator[BatchStatus, None]:
+        async for item in self.pages("/messages/batches", "after_id"):
+            yield _status(item)
 
     async def results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
         if status.output_file:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -165,8 +165,24 @@ class BatchClient:
     async def cancel(self, batch_id: str) -> BatchStatus:
         raise NotImplementedError
 
-    async def list(self, limit: int = 100) -> list[BatchStatus]:
+    def batches(self) -> AsyncGenerator[BatchStatus, None]:
+        """Every batch at this endpoint, newest first, read page by page."""
         raise NotImplementedError
+
+    async def pages(self, path: str, cursor: str) -> AsyncIterator[dict[str, Any]]:
+        """The items of a paged list at ``path``, 100 a page while the server says
+        ``has_more``; the next page is asked for with the ``cursor`` parameter set to the
+        id of the last item (OpenAI's ``after``, Anthropic's ``after_id``)."""
+        params = {"limit": "100"}
+        while True:
+            page = await self.request("GET", path, params=params)
+            items = page.get("data") or []
+            for item in items:
+                yield item
+            after = str(page.get("last_id") or items[-1].get("id") or "") if items else None
+            if not page.get("has_more") or not after or after == params.get(cursor):
+                return  # the end, or a server repeating a page: never loop forever
+            params[cursor] = after
 
     def results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
         """Every result line of a finished batch, answers and errors, streaming."""

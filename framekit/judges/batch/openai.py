@@ -4,7 +4,7 @@ other servers that implement it)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +63,9 @@ class OpenAIBatchClient(BatchClient):
     async def cancel(self, batch_id: str) -> BatchStatus:
         return _status(await self.request("POST", f"/batches/{batch_id}/cancel"))
 
-    async def list(self, limit: int = 100) -> list[BatchStatus]:
-        data = await self.request("GET", "/batches", params={"limit": str(limit)})
-        return [_status(item) for item in data.get("data", [])]
+    async def batches(self) -> AsyncGenerator[BatchStatus, None]:
+        async for item in self.pages("/batches", "after"):
+            yield _status(item)
 
     async def results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
         for file_id in (status.output_file, status.error_file):
