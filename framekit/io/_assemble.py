@@ -16,7 +16,7 @@ import polars as pl
 
 from framekit._mapping import MappingValue
 from framekit.evaluators.base import Evaluator
-from framekit.frame import aevaluate_dataframe
+from framekit.frame import evaluate_with_stats
 from framekit.io._parts import _Parts
 
 ASSEMBLY_BATCH_ROWS = 16_384  # rows read at a time when the destination is written
@@ -108,7 +108,7 @@ async def _write_empty(
 ) -> None:
     # No rows: the frame layer gives the typed, empty result columns without any call.
     empty = scan.collect().drop(drop)
-    scored = await aevaluate_dataframe(
+    scored, _ = await evaluate_with_stats(
         empty, evs, mapping, judge="local", cache=False, progress=False, details=details
     )
     import pyarrow.parquet as pq

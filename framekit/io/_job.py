@@ -24,7 +24,7 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed
+from framekit.frame import EvaluationFailed, warn_if_all_failed
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
@@ -178,6 +178,7 @@ class ParquetJob:
         record_last(run.stats)
         if self.progress:
             print(run.summary(), file=sys.stderr)
+        warn_if_all_failed(run.stats)
         if self.on_error == "raise" and run.failed_rows:
             raise EvaluationFailed(
                 f"{run.failed_rows} rows have errors; see the *_error columns of {self.dest}",
