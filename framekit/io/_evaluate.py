@@ -226,7 +226,7 @@ async def _evaluate_files(
     # Resolved once: one judge (one announcement, one limiter identity), one open cache.
     resolved_judge = resolve_judge(opts.judge)
     resolved_cache = resolve_cache(opts.cache)
-    done = job.open(resolved_judge, identity)
+    done = job.open(resolved_judge, identity, cache=resolved_cache)
     scan = scan_sources(files)
 
     def read(offset: int, length: int) -> pl.DataFrame:

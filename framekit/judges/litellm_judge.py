@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
-from framekit.judges import _litellm, _settings
+from framekit.judges import _litellm, _model_names, _settings
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
 from framekit.judges.litellm_call import call_litellm
@@ -155,9 +155,14 @@ class Judge:
         self.batch, self.batch_followup, self.wait = bool(batch), batch_followup, bool(wait)
         self.batch_timeout, self.batch_poll = float(batch_timeout), float(batch_poll)
         self._secrets = self._collect_secrets()
-        self._transport: Transport = self._make_transport(
-            choose_transport(model, transport, processes, self.api_base)
-        )
+        chosen = choose_transport(model, transport, processes, self.api_base)
+        if chosen == "litellm":
+            # Checked now, offline: a string litellm cannot route fails every call
+            # (the http transport sends the name as it is, to the server that knows it).
+            unroutable = _model_names.model_problem(model, self.api_base, litellm_kwargs)
+            if unroutable:
+                raise JudgeConfigurationError(unroutable)
+        self._transport: Transport = self._make_transport(chosen)
 
     # -- identity -------------------------------------------------------------------
     @property
