@@ -112,8 +112,9 @@ async def aevaluate_dataframe(
         record_last(stats)  # what the interrupted run did, for fk.last_run()
         raise
     record_last(stats)
-    warn_if_all_failed(stats)
-    if on_error == "raise" and stats.failures:
+    if on_error == "record":
+        warn_if_all_failed(stats)
+    elif stats.failures:
         raise EvaluationFailed(
             f"{stats.failures} evaluations failed; first: {stats.first_error}", out
         )
@@ -224,7 +225,7 @@ def warn_if_all_failed(stats: RunStats) -> None:
         warnings.warn(
             f"{ALL_FAILED} ({stats.failures} of {stats.evaluations}); first: {stats.first_error}",
             RuntimeWarning,
-            stacklevel=3,
+            stacklevel=1,  # here, not asyncio's frames: the run may be on an event loop
         )
 
 

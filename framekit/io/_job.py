@@ -211,8 +211,9 @@ class ParquetJob:
         record_last(run.stats)
         if self.progress:
             print(run.summary(), file=sys.stderr)
-        warn_if_all_failed(run.stats)
-        if self.on_error == "raise" and run.failed_rows:
+        if self.on_error == "record":
+            warn_if_all_failed(run.stats)
+        elif run.failed_rows:
             raise EvaluationFailed(
                 f"{run.failed_rows} rows have errors; see the *_error columns of {self.dest}",
                 pl.scan_parquet(self.dest),
