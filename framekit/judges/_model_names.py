@@ -62,11 +62,13 @@ def model_problem(
     kwargs = kwargs or {}
     if kwargs.get("custom_llm_provider"):
         return None  # the caller names the provider to litellm directly
+    prefix, sep, _ = model.partition("/")
+    if sep and prefix in PROVIDERS:
+        return None  # the common case, decided without reading the price map
     if _name_known(model):
         return None
-    prefix, sep, _ = model.partition("/")
     if sep:
-        if prefix in PROVIDERS or _newer_litellm():
+        if _newer_litellm():
             return None
         why = f"{prefix!r} is not a provider litellm {LITELLM_VERSION} routes"
         return _message(model, why, api_base)

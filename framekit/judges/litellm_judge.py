@@ -42,7 +42,10 @@ class Judge:
     Parameters
     ----------
     model
-        A litellm model string, e.g. ``"openai/gpt-4o-mini"``.
+        A litellm model string, e.g. ``"openai/gpt-4o-mini"``. A string litellm cannot
+        route (``"gpt4o"``, ``"openai:gpt-4o-mini"``) raises
+        :class:`~framekit.JudgeConfigurationError` here, naming the string meant (checked
+        offline: :mod:`framekit.judges._model_names`).
     api_base, api_key
         Endpoint and credentials; default to ``$FRAMEKIT_API_BASE`` / ``$FRAMEKIT_API_KEY``,
         else litellm's own provider variables (``OPENAI_API_KEY``...). The key is never
