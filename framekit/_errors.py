@@ -57,12 +57,23 @@ class JudgeConfigurationError(InputError, JudgeError):
     retried, and never mistaken for an outage."""
 
 
+class LocalModelError(JudgeConfigurationError, RuntimeError):
+    """The offline embedding model is missing or does not match its pinned checksum.
+
+    A configuration error: every evaluation that needs the model would fail the same way,
+    so the run stops at the first one (exit 2 in the command line), its message holding
+    the whole fix. Also a ``RuntimeError``, which it was first.
+    """
+
+
+class OutputWriteError(FramekitError, OSError):
+    """The finished results could not be written (a full disk, a destination gone):
+    the work itself is kept (the answers in the cache, the finished slices beside the
+    destination) and the message says how to get the output without paying again."""
+
+
 class RunInterrupted(FramekitError, KeyboardInterrupt):
     """The run was interrupted; every response received so far is in the cache."""
-
-
-class LocalModelError(FramekitError, RuntimeError):
-    """The offline embedding model is missing or does not match its pinned checksum."""
 
 
 __all__ = [
@@ -75,6 +86,7 @@ __all__ = [
     "JudgeSpecError",
     "LocalModelError",
     "MappingError",
+    "OutputWriteError",
     "RecordError",
     "RunInterrupted",
 ]

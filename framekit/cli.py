@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +121,7 @@ class _SharedOptions:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
     from framekit.evaluators.registry import evaluators_by_names
+    from framekit.frame import ALL_FAILED
 
     if args.traces is not None:
         return _cli_traces.run_traces(args, _SharedOptions)
@@ -164,21 +167,32 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
     # Ray's settings go only where asked for (framekit.ray.evaluate_parquet takes them).
     on_ray = {"engine": "ray", "address": args.address, "workers": args.workers}
-    run = io.evaluate_parquet(
-        source,
-        args.output,
-        evaluators,
-        mapping,
-        judge=judge,
-        cache=cache,
-        progress=not args.quiet,
-        details=args.details,
-        overwrite=args.overwrite,
-        slice_rows=args.slice_rows,
-        **(on_ray if args.engine == "ray" else {}),
-    )
+    with warnings.catch_warnings():
+        # The library warns when every evaluation failed; here the exit code says it.
+        warnings.filterwarnings("ignore", message=re.escape(ALL_FAILED), category=RuntimeWarning)
+        run = io.evaluate_parquet(
+            source,
+            args.output,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            progress=not args.quiet,
+            details=args.details,
+            overwrite=args.overwrite,
+            slice_rows=args.slice_rows,
+            **(on_ray if args.engine == "ray" else {}),
+        )
     if args.quiet:
         print(run.summary(), file=sys.stderr)
+    if run.rows and run.failed_rows == run.rows and args.max_failures is None:
+        # Nothing usable came out: CI must not read this run as a success.
+        print(
+            f"framekit: every row failed; first error: {run.stats.first_error}; "
+            f"see the *_error columns of {run.destination}",
+            file=sys.stderr,
+        )
+        return 1
     if args.max_failures is not None and run.failed_rows > args.max_failures:
         print(
             f"framekit: {run.failed_rows} rows failed, more than --max-failures "

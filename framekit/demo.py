@@ -87,15 +87,16 @@ def run_demo(
     """
     import polars as pl
 
+    from framekit._aio import run_sync
     from framekit.analysis import format_table, report
     from framekit.data import load_sample
-    from framekit.frame import evaluate_dataframe
+    from framekit.engine.stats import record_last
+    from framekit.frame import evaluate_with_stats
     from framekit.io import write_parquet
 
     started = time.perf_counter()
     say = print if echo else (lambda *a, **k: None)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     missing: list[str] = []
     if evaluators is None:
         evaluators, missing = available_evaluators()
@@ -107,12 +108,17 @@ def run_demo(
         f"{', '.join(ev.name for ev in evaluators)}",
         file=sys.stderr,
     )
-    scored = evaluate_dataframe(
-        sample, evaluators, DEMO_MAPPING, judge=judge, cache=cache, progress=echo
+    scored, stats = run_sync(
+        evaluate_with_stats(
+            sample, evaluators, DEMO_MAPPING, judge=judge, cache=cache, progress=echo
+        )
     )
+    record_last(stats)
     assert isinstance(scored, pl.DataFrame)
 
-    scored_path = write_parquet(scored, out / "scored.parquet")  # with its run record
+    # Only now: a run that stopped (a missing offline model) leaves nothing behind.
+    out.mkdir(parents=True, exist_ok=True)
+    scored_path = write_parquet(scored, out / "scored.parquet", stats.provenance)
 
     summary = report.summarize(scored)
     by_strategy = report.summarize(scored, by="strategy")

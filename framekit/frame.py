@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -26,6 +27,8 @@ from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
 
 OnError = Literal["record", "raise"]
+#: How the warning of a run whose every evaluation failed begins.
+ALL_FAILED = "framekit: every evaluation of this run failed"
 
 
 class EvaluationFailed(FramekitError):
@@ -90,10 +93,56 @@ async def aevaluate_dataframe(
     overwrite: bool = False,
 ) -> Any:
     """Awaitable :func:`evaluate_dataframe` (same parameters and result)."""
-    started = time.perf_counter()
-    evs = check_evaluators(evaluators)
     if on_error not in ("record", "raise"):
         raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+    stats = RunStats()
+    try:
+        out, stats = await evaluate_with_stats(
+            df,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            progress=progress,
+            details=details,
+            overwrite=overwrite,
+            stats=stats,
+        )
+    except asyncio.CancelledError:
+        record_last(stats)  # what the interrupted run did, for fk.last_run()
+        raise
+    record_last(stats)
+    if on_error == "record":
+        warn_if_all_failed(stats)
+    elif stats.failures:
+        raise EvaluationFailed(
+            f"{stats.failures} evaluations failed; first: {stats.first_error}", out
+        )
+    return out
+
+
+async def evaluate_with_stats(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    progress: bool | ProgressFn = True,
+    details: bool = False,
+    overwrite: bool = False,
+    stats: RunStats | None = None,
+) -> tuple[Any, RunStats]:
+    """One run: the scored frame and *this* run's statistics, together.
+
+    Every entry point that scores frames of its own (``evaluate_parquet``'s slices, Ray's
+    blocks, the demo) calls this and takes the statistics from here: ``fk.last_run()`` is
+    the process's latest run, another thread's as likely as this one's, and only the
+    public edges set it. ``stats`` (default: new) is filled in place, so that a caller
+    still has the counts of a run that was interrupted.
+    """
+    started = time.perf_counter()
+    evs = check_evaluators(evaluators)
     frame_in: FrameIn = to_polars(df)
     frame = frame_in.frame
     new_cols = result_columns(evs, details)
@@ -119,7 +168,8 @@ async def aevaluate_dataframe(
         inverses.append(inverse)
     del records  # the jobs own them now; the planner drops them once prepared
 
-    stats = RunStats(rows=base.height, evaluations=base.height * len(evs))
+    stats = stats if stats is not None else RunStats()
+    stats.rows, stats.evaluations = base.height, base.height * len(evs)
     resolved_cache = resolve_cache(cache)
     saved_before = resolved_cache.saved
     # A callable is someone else's progress display (evaluate_parquet's bar over every
@@ -137,14 +187,14 @@ async def aevaluate_dataframe(
         )
     except asyncio.CancelledError:
         stats.elapsed_s = time.perf_counter() - started
-        record_last(stats)
         note_interrupted(
             "framekit: run interrupted. "
             + _kept(resolved_cache, resolved_cache.saved - saved_before, always=True)
         )
         raise
     except JudgeError as exc:
-        # The run stops (a rejected key, an unreachable endpoint): say what was kept.
+        # The run stops (a rejected key, an unreachable endpoint, a missing offline
+        # model): say what was kept.
         kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
         raise type(exc)(f"{exc} {kept}".strip()) from None
     finally:
@@ -157,15 +207,26 @@ async def aevaluate_dataframe(
     appended = pl.DataFrame(columns)  # typed even for an empty frame
     result = base.hstack(appended)
     stats.elapsed_s = time.perf_counter() - started
+    if stats.failures:
+        stats.first_error = _first_failure(result, evs)
     stats.provenance = build_record(evs, [job.judge for job in jobs], mapping, stats)
-    record_last(stats)
     if show:
         print(stats.summary(), file=sys.stderr)
-    out = from_polars(result, frame_in, appended)
-    if on_error == "raise" and stats.failures:
-        first = _first_failure(result, evs)
-        raise EvaluationFailed(f"{stats.failures} evaluations failed; first: {first}", out)
-    return out
+    return from_polars(result, frame_in, appended), stats
+
+
+def warn_if_all_failed(stats: RunStats) -> None:
+    """A run in which every evaluation failed says so, even with ``progress=False``.
+
+    Not an exception: with ``on_error="record"`` the errors are the result, one per row
+    (a configuration fault that every call would hit has already stopped the run).
+    """
+    if stats.evaluations and stats.failures == stats.evaluations:
+        warnings.warn(
+            f"{ALL_FAILED} ({stats.failures} of {stats.evaluations}); first: {stats.first_error}",
+            RuntimeWarning,
+            stacklevel=1,  # here, not asyncio's frames: the run may be on an event loop
+        )
 
 
 def _kept(cache: Cache, saved: int, always: bool = False) -> str:

@@ -18,7 +18,7 @@ import framekit as fk
 from framekit import io
 from framekit.evaluators import RetrievalRelevance
 from framekit.frame import result_columns
-from framekit.io import _evaluate  # the slice loop, where aevaluate_dataframe is called
+from framekit.io import _evaluate  # the slice loop, where evaluate_with_stats is called
 
 ROOT = Path(__file__).resolve().parents[1]
 MAPPING = {"input": "question", "context": "docs"}
@@ -100,13 +100,13 @@ def test_glob_and_list_of_files_keep_file_then_row_order(tmp_path, judge_simulat
 def test_only_needed_columns_are_read_for_scoring(monkeypatch, tmp_path, judge_simulator):
     src = write_input(tmp_path / "in.parquet", 30, 30)
     seen: list[list[str]] = []
-    original = _evaluate.aevaluate_dataframe
+    original = _evaluate.evaluate_with_stats
 
     async def spy(frame: pl.DataFrame, *args: Any, **kwargs: Any) -> Any:
         seen.append(frame.columns)
         return await original(frame, *args, **kwargs)
 
-    monkeypatch.setattr(_evaluate, "aevaluate_dataframe", spy)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", spy)
     run = fk.evaluate_parquet(
         src,
         tmp_path / "o.parquet",
@@ -127,7 +127,7 @@ def test_interrupted_run_resumes_and_a_changed_run_starts_over(
     src = write_input(tmp_path / "in.parquet", 100, 100)
     dest = tmp_path / "out.parquet"
     judge = sim_judge(judge_simulator)
-    original = _evaluate.aevaluate_dataframe
+    original = _evaluate.evaluate_with_stats
     calls = {"n": 0}
 
     async def flaky(*args: Any, **kwargs: Any) -> Any:
@@ -136,7 +136,7 @@ def test_interrupted_run_resumes_and_a_changed_run_starts_over(
             raise KeyboardInterrupt
         return await original(*args, **kwargs)
 
-    monkeypatch.setattr(_evaluate, "aevaluate_dataframe", flaky)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", flaky)
     options: dict[str, Any] = dict(judge=judge, cache=tmp_path / "c", progress=False, slice_rows=25)
     with pytest.raises(KeyboardInterrupt):
         fk.evaluate_parquet(src, dest, [RetrievalRelevance()], MAPPING, **options)
@@ -146,7 +146,7 @@ def test_interrupted_run_resumes_and_a_changed_run_starts_over(
         "part-00000.parquet",
         "part-00001.parquet",
     ]
-    monkeypatch.setattr(_evaluate, "aevaluate_dataframe", original)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
     sent = judge_simulator.stats()["chat"]
 
     run = fk.evaluate_parquet(src, dest, [RetrievalRelevance()], MAPPING, **options)
@@ -157,10 +157,10 @@ def test_interrupted_run_resumes_and_a_changed_run_starts_over(
 
     # A different evaluator configuration never reuses parts of another one.
     calls["n"] = 0
-    monkeypatch.setattr(_evaluate, "aevaluate_dataframe", flaky)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", flaky)
     with pytest.raises(KeyboardInterrupt):
         fk.evaluate_parquet(src, dest, [RetrievalRelevance()], MAPPING, **options)
-    monkeypatch.setattr(_evaluate, "aevaluate_dataframe", original)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
     run = fk.evaluate_parquet(src, dest, [RetrievalRelevance(threshold=0.9)], MAPPING, **options)
     assert run.skipped_slices == 0
     assert run.stats.requests_sent == 0  # the threshold does not change the answers

@@ -205,7 +205,7 @@ def test_wrong_path_answering_404_stops_the_run_with_one_error(judge_simulator, 
         api_key=API_KEY,
         transport=transport,
     )
-    with pytest.raises(fk.JudgeError, match="answered HTTP 404 to the first 3 calls"):
+    with pytest.raises(fk.JudgeConfigurationError, match="answered HTTP 404 to the first 3 calls"):
         fk.evaluate_dataframe(
             retrieval_frame(100),
             [RetrievalRelevance()],

@@ -9,6 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError
 from framekit.engine.cache import Cache
 from framekit.engine.stats import RunStats
 
@@ -58,17 +59,19 @@ async def embed_texts(
         bar = tqdm(total=len(misses), desc="embedding", unit="text", leave=False)
     # Long texts last: batches of similar length pad less.
     misses.sort(key=len)
-    for start in range(0, len(misses), backend.batch_size):
-        batch = misses[start : start + backend.batch_size]
-        matrix = await _embed_with_retries(backend, batch)
-        rows = [np.ascontiguousarray(row, dtype=np.float32) for row in matrix]
-        cache.set_many((keys[t], row.tobytes()) for t, row in zip(batch, rows))
-        vectors.update(zip(batch, rows))
-        stats.embeddings_computed += len(batch)
+    try:
+        for start in range(0, len(misses), backend.batch_size):
+            batch = misses[start : start + backend.batch_size]
+            matrix = await _embed_with_retries(backend, batch)
+            rows = [np.ascontiguousarray(row, dtype=np.float32) for row in matrix]
+            cache.set_many((keys[t], row.tobytes()) for t, row in zip(batch, rows))
+            vectors.update(zip(batch, rows))
+            stats.embeddings_computed += len(batch)
+            if bar is not None:
+                bar.update(len(batch))
+    finally:
         if bar is not None:
-            bar.update(len(batch))
-    if bar is not None:
-        bar.close()
+            bar.close()  # also when the run stops: its message must not share a line
     return vectors
 
 
@@ -84,6 +87,11 @@ async def _embed_with_retries(
             if classify is None:
                 raise
             fault = classify(exc)
+            # Faults every call would meet stop the run, as they do for chat calls.
+            if fault.kind == "auth":
+                raise JudgeAuthenticationError(fault.reason) from None
+            if fault.kind == "config":
+                raise JudgeConfigurationError(fault.reason) from None
             if fault.kind not in ("transient", "rate_limited") or attempt == max_retries:
                 raise
             await asyncio.sleep(fault.retry_after or min(30.0, 0.5 * 2**attempt))

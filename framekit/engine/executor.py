@@ -9,8 +9,11 @@ When the endpoint as a whole is down, rows do not pay for it: retries during an 
 (see :class:`~framekit.engine.limiter.EndpointHealth`) are not counted against each
 request's ``max_retries``. The outage itself has a budget, and some failures stop the
 run at once with one :class:`~framekit.JudgeError` rather than one error per row:
-a rejected key (401/403), an endpoint that no call could connect to, an endpoint that
-answers 404 to every call, and an outage longer than the budget.
+a rejected key (401/403), a model string litellm cannot route, an endpoint that answers
+404 to the first calls (a wrong model name or path), an endpoint that no call could
+connect to, and an outage longer than the budget. The first three are the user's to fix
+(:class:`~framekit.JudgeAuthenticationError`, :class:`~framekit.JudgeConfigurationError`;
+exit 2 in the command line), the last two may pass (exit 1).
 """
 
 from __future__ import annotations
@@ -303,7 +306,8 @@ class ChatExecutor:
         if fault.kind == "fatal" and fault.status == 404 and not health.succeeded:
             health.not_found += 1
             if health.not_found >= UNREACHABLE_AFTER:
-                raise JudgeError(
+                # A wrong model name or path: configuration, not an outage (exit 2).
+                raise JudgeConfigurationError(
                     f"the judge at {where} answered HTTP 404 to the first "
                     f"{health.not_found} calls and none succeeded ({fault.reason}). "
                     f"Check the model name {judge.model!r} and api_base."

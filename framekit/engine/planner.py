@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from framekit._errors import RecordError
+from framekit._errors import JudgeError, RecordError
 from framekit._score import Score
 from framekit._secrets import redact, registered
 from framekit.engine.batch import BatchExecutor
@@ -326,6 +326,8 @@ async def _chat_stage(
     misses: dict[int, tuple[Judge, list[str]]] = {}
     for key, planned in plan.items():
         misses.setdefault(id(planned.judge), (planned.judge, []))[1].append(key)
+    if misses:
+        await _ready_embedders(jobs)
     await asyncio.gather(
         *(
             (
@@ -337,6 +339,17 @@ async def _chat_stage(
         )
     )
     return answers
+
+
+async def _ready_embedders(jobs: Sequence[Job]) -> None:
+    """Load the embedding models that LLM answers will need before paying for a single
+    answer: a missing offline model would otherwise show only after every call was made."""
+    for job in jobs:
+        if isinstance(job.judge, Judge) and _embeds(job.evaluator):
+            backend = job.evaluator.embedding_backend(job.judge)
+            prepare = getattr(backend, "prepare", None)
+            if prepare is not None:
+                await prepare()
 
 
 async def _embedding_stage(
@@ -380,6 +393,8 @@ async def _embedding_stage(
             batch.vectors = await embed_texts(
                 batch.backend, batch.texts, cache, stats, show_progress
             )
+        except JudgeError:
+            raise  # the run stops (a missing offline model, a rejected key): no row can pass
         except Exception as exc:
             batch.error = redact(
                 f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}",

@@ -10,6 +10,9 @@ from typing import Any
 class RunStats:
     """Counters of one ``evaluate_dataframe`` run; ``fk.last_run()`` returns the latest.
 
+    Each run fills its own object and hands it back with its frame; ``fk.last_run()`` is
+    only set at the public entry points, for a person to look at after a run.
+
     ``requests_sent`` counts every HTTP attempt (retries and re-asks included);
     ``cache_hits`` counts unique requests answered from the cache.
     """
@@ -28,6 +31,8 @@ class RunStats:
     embeddings_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
+    #: The first failed evaluation, as ``row N, <evaluator>: <error>`` (``None`` if none).
+    first_error: str | None = None
     #: Requests answered through a provider batch API (priced at its batch discount),
     #: and the provider's ids of the batches this run submitted.
     batch_requests: int = 0

@@ -16,7 +16,7 @@ import polars as pl
 
 from framekit._mapping import MappingValue
 from framekit.evaluators.base import Evaluator
-from framekit.frame import aevaluate_dataframe
+from framekit.frame import evaluate_with_stats
 from framekit.io._parts import _Parts
 
 ASSEMBLY_BATCH_ROWS = 16_384  # rows read at a time when the destination is written
@@ -46,11 +46,29 @@ def _assemble(
     rows rather than a slice at a time: decoding a whole row group for a slice costs
     several times its size in memory, and this step needs none of polars' work.
     """
+    tmp = parts.dir / "assembled.parquet.tmp"
+    batches = _input_batches(files, columns)
+    try:
+        _write_assembled(tmp, batches, slices, parts, metadata)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk gets its space back; no half file stays
+        raise
+    os.replace(tmp, destination)
+
+
+def _write_assembled(
+    tmp: Path,
+    batches: Iterator[Any],
+    slices: Sequence[tuple[int, int]],
+    parts: _Parts,
+    metadata: dict[bytes, bytes] | None,
+) -> None:
+    """The input batches and the parts, row group by row group, into ``tmp``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    tmp = parts.dir / "assembled.parquet.tmp"
-    batches = _input_batches(files, columns)
     pending = None
     buffered: list[Any] = []
     writer: pq.ParquetWriter | None = None
@@ -91,9 +109,6 @@ def _assemble(
     finally:
         if writer is not None:
             writer.close()
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, destination)
 
 
 async def _write_empty(
@@ -108,7 +123,7 @@ async def _write_empty(
 ) -> None:
     # No rows: the frame layer gives the typed, empty result columns without any call.
     empty = scan.collect().drop(drop)
-    scored = await aevaluate_dataframe(
+    scored, _ = await evaluate_with_stats(
         empty, evs, mapping, judge="local", cache=False, progress=False, details=details
     )
     import pyarrow.parquet as pq

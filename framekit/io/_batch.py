@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from framekit._errors import BatchPending
-from framekit.frame import aevaluate_dataframe
+from framekit.frame import evaluate_with_stats
 
 
 async def submit_all_slices(
@@ -33,7 +33,7 @@ async def submit_all_slices(
         if i in done:
             continue
         try:
-            await aevaluate_dataframe(
+            await evaluate_with_stats(
                 read_slice(offset, length), judge=eager, progress=False, **evaluate
             )
         except BatchPending:

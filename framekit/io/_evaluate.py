@@ -1,6 +1,6 @@
 """The entry points: ``evaluate_parquet``, ``aevaluate_parquet`` and ``evaluate_sql``.
 
-Each slice of the sources is scored by :func:`framekit.frame.aevaluate_dataframe` and its
+Each slice of the sources is scored by :func:`framekit.frame.evaluate_with_stats` and its
 result columns saved as a part; a re-run with the same manifest skips the finished
 slices. When every slice is done, the input columns and the parts are written to the
 destination in one atomic step.
@@ -23,13 +23,13 @@ from framekit._mapping import MappingValue
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.evaluators.base import Evaluator
-from framekit.frame import OnError, aevaluate_dataframe
+from framekit.frame import OnError, evaluate_with_stats
 from framekit.io._assemble import _write_empty
 from framekit.io._batch import submit_all_slices
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql
 from framekit.io._job import ParquetJob
 from framekit.io._provenance import source_label
-from framekit.io._run import ParquetRun, _last_stats
+from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     SourceLike,
     resolve_sources,
@@ -226,7 +226,7 @@ async def _evaluate_files(
     # Resolved once: one judge (one announcement, one limiter identity), one open cache.
     resolved_judge = resolve_judge(opts.judge)
     resolved_cache = resolve_cache(opts.cache)
-    done = job.open(resolved_judge, identity)
+    done = job.open(resolved_judge, identity, cache=resolved_cache)
     scan = scan_sources(files)
 
     def read(offset: int, length: int) -> pl.DataFrame:
@@ -247,18 +247,19 @@ async def _evaluate_files(
         for i, (offset, length) in enumerate(job.slices):
             if i in done:
                 continue
-            scored = await aevaluate_dataframe(
+            # This slice's own statistics, never fk.last_run(): another thread's run may
+            # have finished in between.
+            scored, stats = await evaluate_with_stats(
                 read(offset, length),
                 evs,
                 mapping,
                 judge=resolved_judge,
                 cache=resolved_cache,
-                on_error="record",
                 progress=job.bar.report if job.bar is not None else False,
                 details=opts.details,
                 overwrite=opts.overwrite,
             )
-            job.file_slice(i, scored.select(_result_columns(evs, opts.details)), _last_stats())
+            job.file_slice(i, scored.select(_result_columns(evs, opts.details)), stats)
             del scored
         metadata = job.metadata(resolved_judge, label)
         if job.slices:

@@ -17,14 +17,15 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError
+from framekit._errors import InputError, OutputWriteError
 from framekit._mapping import MappingValue
 from framekit._provenance import to_metadata
+from framekit.engine.cache import Cache
 from framekit.engine.jobs import JudgeResolver, check_evaluators
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed
+from framekit.frame import EvaluationFailed, warn_if_all_failed
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
@@ -79,16 +80,21 @@ class ParquetJob:
         self._parts: _Parts | None = None
         self._bar: _RowBar | None = None
         self._sources: Any = None
+        self._cache: Cache | None = None
+        self._saved_at_open = 0
         self.run: ParquetRun | None = None
 
     # -- before scoring -----------------------------------------------------------------
-    def open(self, judge: Any, identity: Any = None) -> set[int]:
+    def open(self, judge: Any, identity: Any = None, cache: Cache | None = None) -> set[int]:
         """Open the parts directory under this run's manifest; the finished slices.
 
         ``identity`` names the sources when their files are temporary (a DuckDB query
         copied to Parquet); otherwise the files' own identity is recorded and checked
-        again before the destination is written.
+        again before the destination is written. ``cache`` (when this process has it) is
+        named when a write fails: the answers it keeps make the re-run free.
         """
+        if cache is not None:
+            self._cache, self._saved_at_open = cache, cache.saved
         self._recheck_sources = identity is None
         self._sources = identity if identity is not None else _file_identity(self.files)
         manifest = {
@@ -123,7 +129,10 @@ class ParquetJob:
         """Save slice ``index``'s result columns as its part and count its work (the
         stats of whoever scored it: one run, or one per worker batch)."""
         assert self._parts is not None and self.run is not None, "open() first"
-        self._parts.write(index, results)
+        try:
+            self._parts.write(index, results)
+        except OSError as exc:
+            raise self._cannot_write(self._parts.part(index), exc) from None
         for part in stats:
             _add_stats(self.run.stats, part)
         if self._bar is not None:
@@ -155,8 +164,31 @@ class ParquetJob:
         assert self._parts is not None, "open() first"
         if self._recheck_sources and _file_identity(self.files) != self._sources:
             raise InputError("a source file changed while it was being scored; run again")
-        _assemble(self.files, self.kept_columns, self.slices, self._parts, self.dest, metadata)
+        try:
+            _assemble(self.files, self.kept_columns, self.slices, self._parts, self.dest, metadata)
+        except OSError as exc:
+            raise self._cannot_write(self.dest, exc) from None
         self._parts.remove()
+
+    def _cannot_write(self, path: Path, exc: OSError) -> OutputWriteError:
+        """A write failed after the work was done (a full disk): one line saying that
+        nothing paid for is lost, and how to get the output without paying again."""
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        assert self._parts is not None
+        kept = [f"the finished slices are in {self._parts.dir}"]
+        cache = self._cache
+        if cache is not None and cache.enabled:
+            kept.append(
+                f"the {cache.saved - self._saved_at_open} answers of this run are in the "
+                f"cache at {cache.path}"
+            )
+            again = "free some space (or write elsewhere) and run the same command again"
+        else:
+            again = "free some space and run the same command again, to the same destination"
+        return OutputWriteError(
+            f"could not write {path} ({reason}). Nothing paid for is lost: "
+            f"{' and '.join(kept)}; {again}: the re-run is free (no answer is bought twice)."
+        )
 
     @property
     def parts(self) -> _Parts:
@@ -164,10 +196,11 @@ class ParquetJob:
         return self._parts
 
     def close(self) -> None:
-        """Release the progress bar and the parts directory's lock (call in ``finally``)."""
+        """Release the progress bar and the parts directory's lock (call in ``finally``);
+        a run that stopped before any slice was finished leaves no parts directory."""
         self._close_bar()
         if self._parts is not None:
-            self._parts.close()
+            self._parts.close(remove_if_empty=True)
 
     def finish(self) -> ParquetRun:
         """Count the failed rows, record the run, print its summary; raise if asked to."""
@@ -178,7 +211,9 @@ class ParquetJob:
         record_last(run.stats)
         if self.progress:
             print(run.summary(), file=sys.stderr)
-        if self.on_error == "raise" and run.failed_rows:
+        if self.on_error == "record":
+            warn_if_all_failed(run.stats)
+        elif run.failed_rows:
             raise EvaluationFailed(
                 f"{run.failed_rows} rows have errors; see the *_error columns of {self.dest}",
                 pl.scan_parquet(self.dest),

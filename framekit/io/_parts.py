@@ -77,14 +77,22 @@ class _Parts:
         tmp = self.dir / f"part-{index:05d}.parquet.tmp"
         # Written by pyarrow as plain large_string/double/bool, like every other part, so
         # that the assembly appends columns of one type (polars' string views are not).
-        pq.write_table(results.to_arrow(compat_level=pl.CompatLevel.oldest()), tmp)
+        try:
+            pq.write_table(results.to_arrow(compat_level=pl.CompatLevel.oldest()), tmp)
+        except OSError:
+            tmp.unlink(missing_ok=True)  # a full disk: give the space back
+            raise
         os.replace(tmp, self.part(index))
 
     def remove(self) -> None:
         self.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def close(self) -> None:
+    def close(self, remove_if_empty: bool = False) -> None:
+        """Release the lock; with ``remove_if_empty``, first remove the directory when it
+        holds no finished slice (it would only say that a run once started)."""
+        if remove_if_empty and self.dir.is_dir() and not any(self.dir.glob("part-*.parquet")):
+            shutil.rmtree(self.dir, ignore_errors=True)
         if self._lock is not None:
             self._lock.close()
             self._lock = None

@@ -56,6 +56,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "elapsed_s",
             "cost_usd",
             "per_evaluator_failures",
+            "first_error",
             "hints",
             "transports",
             "provenance",
@@ -66,6 +67,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
         total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+    total.first_error = total.first_error or part.first_error
     total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.
     if part.hints and not total.hints:
@@ -76,13 +78,6 @@ def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
     errors = [pl.col(column(ev.name, "error")).is_not_null() for ev in evaluators]
     value = pl.scan_parquet(path).select(pl.any_horizontal(errors).sum()).collect().item()
     return int(value or 0)
-
-
-def _last_stats() -> RunStats:
-    from framekit.engine.stats import last_run
-
-    stats = last_run()
-    return stats if stats is not None else RunStats()
 
 
 class _RowBar:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from framekit.judges import _litellm
+from framekit.judges import _litellm, _model_names
 from framekit.judges._settings import refused_by_client
 from framekit.judges.faults import (
     TIMEOUT,
@@ -55,6 +55,9 @@ def classify(exc: BaseException, secrets: list[str]) -> Fault:
         return Fault("transient", TIMEOUT)
     if isinstance(exc, lm.BadRequestError) or status in (400, 404, 422):
         text = _message(exc).lower()
+        if "llm provider not provided" in text:
+            # Raised before any request, and for every call alike: the model string.
+            return Fault("config", _model_names.not_routed(getattr(exc, "model", None)))
         if "response_format" in text or "json_schema" in text or "tool" in text:
             return Fault("mode", reason)
         return Fault("fatal", reason, status=status)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
-from framekit.judges import _litellm, _settings
+from framekit.judges import _litellm, _model_names, _settings
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
 from framekit.judges.litellm_call import call_litellm
@@ -42,7 +42,10 @@ class Judge:
     Parameters
     ----------
     model
-        A litellm model string, e.g. ``"openai/gpt-4o-mini"``.
+        A litellm model string, e.g. ``"openai/gpt-4o-mini"``. A string litellm cannot
+        route (``"gpt4o"``, ``"openai:gpt-4o-mini"``) raises
+        :class:`~framekit.JudgeConfigurationError` here, naming the string meant (checked
+        offline: :mod:`framekit.judges._model_names`).
     api_base, api_key
         Endpoint and credentials; default to ``$FRAMEKIT_API_BASE`` / ``$FRAMEKIT_API_KEY``,
         else litellm's own provider variables (``OPENAI_API_KEY``...). The key is never
@@ -155,9 +158,14 @@ class Judge:
         self.batch, self.batch_followup, self.wait = bool(batch), batch_followup, bool(wait)
         self.batch_timeout, self.batch_poll = float(batch_timeout), float(batch_poll)
         self._secrets = self._collect_secrets()
-        self._transport: Transport = self._make_transport(
-            choose_transport(model, transport, processes, self.api_base)
-        )
+        chosen = choose_transport(model, transport, processes, self.api_base)
+        if chosen == "litellm":
+            # Checked now, offline: a string litellm cannot route fails every call
+            # (the http transport sends the name as it is, to the server that knows it).
+            unroutable = _model_names.model_problem(model, self.api_base, litellm_kwargs)
+            if unroutable:
+                raise JudgeConfigurationError(unroutable)
+        self._transport: Transport = self._make_transport(chosen)
 
     # -- identity -------------------------------------------------------------------
     @property

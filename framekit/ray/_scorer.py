@@ -23,9 +23,9 @@ import pyarrow as pa
 
 from framekit._errors import InputError
 from framekit._mapping import MappingValue
-from framekit.engine.stats import last_run
+from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
-from framekit.frame import aevaluate_dataframe, result_columns
+from framekit.frame import evaluate_with_stats, result_columns
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 
@@ -77,26 +77,26 @@ class BlockScorer:
         self.columns = result_columns(spec.evaluators, spec.details)
         self.loop = asyncio.new_event_loop()
 
-    def score(self, frame: pl.DataFrame) -> pl.DataFrame:
-        """The result columns for ``frame`` (same height, same row order)."""
+    def score(self, frame: pl.DataFrame) -> tuple[pl.DataFrame, RunStats]:
+        """The result columns for ``frame`` (same height, same row order), and the
+        statistics of scoring it."""
         spec = self.spec
-        scored = self.loop.run_until_complete(
-            aevaluate_dataframe(
+        scored, stats = self.loop.run_until_complete(
+            evaluate_with_stats(
                 frame,
                 spec.evaluators,
                 spec.mapping,
                 judge=self.judge,
                 cache=self.cache,
-                on_error="record",
                 progress=False,
                 details=spec.details,
                 overwrite=spec.overwrite,
             )
         )
-        return scored.select(self.columns)
+        return scored.select(self.columns), stats
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        results = self.score(pl.from_arrow(batch))  # type: ignore[arg-type]
+        results, _ = self.score(pl.from_arrow(batch))  # type: ignore[arg-type]
         table = batch.drop_columns([c for c in self.columns if c in batch.column_names])
         for name, column in zip(self.columns, _arrow(results).columns, strict=True):
             table = table.append_column(name, column)
@@ -124,8 +124,7 @@ class SliceScorer(BlockScorer):
             *(batch.column(c).to_pylist() for c in ("slice", "offset", "length")), strict=True
         ):
             frame = scan_sources(self.files).select(self.read).slice(offset, length).collect()
-            results = self.score(frame)
-            stats = last_run()
+            results, stats = self.score(frame)
             out.append(
                 results.with_columns(
                     pl.lit(index, pl.Int64).alias(SLICE_COL),

