@@ -200,6 +200,8 @@ class SimulatorStats(TypedDict):
     embeddings: int
     by_status: dict[int, int]
     by_endpoint: dict[str, int]
+    #: Query strings of API requests that had one (``api-version=2024-06-01``: count).
+    by_query: dict[str, int]
     faults: dict[str, int]
     abandoned: int
     in_flight: int
