@@ -351,7 +351,12 @@ class SimApp:
 
         self.seq += 1
         completion = answers.chat_completion(
-            payload, markers, fault, f"chatcmpl-sim{self.seq:08d}", int(time.time())
+            payload,
+            markers,
+            fault,
+            f"chatcmpl-sim{self.seq:08d}",
+            int(time.time()),
+            template=cfg.reply_template,
         )
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
