@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import re
 import time
 from collections.abc import Callable
@@ -96,7 +97,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--data", type=Path, default=DATA)
     args = parser.parse_args()
-    figures: dict[str, object] = {"texts_per_class": args.texts, "data": args.data.is_file()}
+    figures: dict[str, object] = {
+        "texts_per_class": args.texts,
+        "data": args.data.is_file(),
+        "load_average_1m_at_start": round(os.getloadavg()[0], 2),
+    }
     for name, texts in classes(sentences(args.data), args.texts).items():
         neutralise(texts[0])  # warm the fold cache, as a long run would be
         seconds = timed_by_chunk(texts, args.repeat)
@@ -108,6 +113,7 @@ def main() -> None:
             "changed_now": sum(neutralise(t) != floor(t) for t in texts[:1000]),
             "changed_previous": sum(previous(t) != floor(t) for t in texts[:1000]),
         }
+    figures["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
     write_results("neutralise", figures)
 
 
