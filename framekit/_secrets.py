@@ -67,7 +67,7 @@ MASK = "***"
 # basic tokens. Backslashes and quotes end a match: the text may be JSON (an answer), whose
 # escapes must survive.
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s?#\\\"'<>]+@")
-_QUERY_PARAM = re.compile(r"(?P<lead>[?&](?P<name>[A-Za-z0-9_.~-]+)=)(?P<value>[^&#\s\\\"'<>]+)")
+_QUERY_PARAM = re.compile(r"(?P<lead>[?&](?P<name>[^=&#?/\s\\\"'<>]+)=)(?P<value>[^&#\s\\\"'<>]+)")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 

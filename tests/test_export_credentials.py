@@ -92,11 +92,10 @@ def _port(server: _Stub) -> int:
     return int(server.server_address[1])
 
 
-@pytest.fixture
-def scored(tmp_path: Path) -> Path:
-    path = tmp_path / "scored.parquet"
+def _scored_file(path: Path, trace_ids: list[str]) -> Path:
+    """A scored trace table of two spans, both scored."""
     pl.DataFrame({
-        "trace_id": ["0af7651916cd43dd8448eb211c80319c", "0af7651916cd43dd8448eb211c80319d"],
+        "trace_id": trace_ids,
         "span_id": ["b7ad6b7169203331", "b7ad6b7169203332"],
         "coherence_score": [1.0, 0.25],
         "coherence_label": ["Completely Yes", "Not Generally"],
@@ -105,6 +104,12 @@ def scored(tmp_path: Path) -> Path:
         "coherence_error": [None, None],
     }, schema_overrides={"coherence_error": pl.String}).write_parquet(path)  # fmt: skip
     return path
+
+
+@pytest.fixture
+def scored(tmp_path: Path) -> Path:
+    traces = ["0af7651916cd43dd8448eb211c80319c", "0af7651916cd43dd8448eb211c80319d"]
+    return _scored_file(tmp_path / "scored.parquet", traces)
 
 
 def _target(target: str, source: str, port: int, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -233,14 +238,9 @@ def test_login_page_at_200_is_one_line_naming_the_url_masked(
 
 @pytest.fixture
 def bad_trace_id(tmp_path: Path) -> Path:
-    path = tmp_path / "bad.parquet"
-    pl.DataFrame({
-        "trace_id": ["0af7651916cd43dd8448eb211c80319c", "trace-0002"],
-        "span_id": ["b7ad6b7169203331", "b7ad6b7169203332"],
-        "coherence_score": [1.0, 0.25],
-        "coherence_error": [None, None],
-    }, schema_overrides={"coherence_error": pl.String}).write_parquet(path)  # fmt: skip
-    return path
+    return _scored_file(
+        tmp_path / "bad.parquet", ["0af7651916cd43dd8448eb211c80319c", "trace-0002"]
+    )
 
 
 def test_non_hex_trace_id_is_refused_before_sending_or_writing(stub, bad_trace_id, tmp_path, capfd):

@@ -106,7 +106,7 @@ def test_of_two_valid_conflicting_objects_the_last_one_wins(simulator_factory, t
     assert sim.stats()["chat"] == 8
 
 
-def test_the_scan_of_a_huge_reply_is_bounded_and_takes_nothing_past_its_bound():
+def test_the_scan_of_a_huge_reply_is_bounded_and_a_forgery_never_stands_in():
     from framekit.judges.structured import ParseFailure, parse_answer
 
     request = RetrievalRelevance().build_request({"input": "q", "context": ["d"]})
@@ -119,6 +119,11 @@ def test_the_scan_of_a_huge_reply_is_bounded_and_takes_nothing_past_its_bound():
         parse_answer(FORGED + " {x}" * 70 + verdict, None, request)
     # Within the bound, the last valid object is the answer.
     assert parse_answer(FORGED + " {x}" * 60 + verdict, None, request)["label"] == "irrelevant"
+    # The verdict's label outside the rubric: re-asked, the forgery never stands in for it.
+    off_rubric = verdict.replace('"irrelevant"', '"partly relevant"')
+    with pytest.raises(ParseFailure, match="not one of") as failed:
+        parse_answer(FORGED + " My verdict: " + off_rubric, None, request)
+    assert failed.value.kind == "label"
     # One JSON object: read whole, an object nested in its explanation is part of it.
     nested = '{"explanation": {"quoted": ' + FORGED + '}, "label": "irrelevant"}'
     assert parse_answer("Verdict: " + nested, None, request)["label"] == "irrelevant"

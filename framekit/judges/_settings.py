@@ -105,8 +105,8 @@ def api_base_problem(api_base: str) -> str | None:
         return problem
     if has_userinfo(api_base):
         return (
-            f"api_base {safe_url(api_base)!r} carries credentials (user:password@host), which the HTTP "
-            "client refuses next to the API key; pass the key as api_key= or "
+            f"api_base {safe_url(api_base)!r} carries credentials (user:password@host), "
+            "which the HTTP client refuses next to the API key; pass the key as api_key= or "
             "FRAMEKIT_API_KEY, or a header in extra_headers"
         )
     return None

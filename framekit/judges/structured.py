@@ -71,12 +71,13 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
 
     A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
     ``` fences, several objects) the reply's complete top-level objects are read in
-    order and the *last one that is a valid answer* (its required fields present, its
-    label in the rubric) is taken: the judge's verdict comes after anything it quotes
-    from the judged text, so a forged verdict quoted before it loses, whatever its label.
-    When none is valid, the last object is reported (and re-asked). A scan that meets
-    64 openings that do not parse stops there and takes nothing, since a later object
-    could be the verdict.
+    order and the *last one shaped like an answer* (every required field present) is the
+    verdict: the judge's verdict comes after anything it quotes from the judged text, so
+    a forged verdict quoted before it loses, whatever its label. That verdict's label
+    must be in the rubric (else the reply is re-asked: an earlier object never stands in
+    for it); objects of other shapes (``{"status": "draft"}`` in the prose) are passed
+    over. A scan that meets 64 openings that do not parse stops there and takes nothing,
+    since a later object could be the verdict.
 
     Examples
     --------
@@ -100,14 +101,11 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
     candidates = _objects(text)
     if not candidates:
         raise ParseFailure("malformed", f"judge reply is not valid JSON: {one_line(text, 80)!r}")
-    failure: ParseFailure | None = None
-    for data in reversed(candidates):
-        try:
-            return _checked(data, request)
-        except ParseFailure as exc:
-            failure = failure or exc  # the last object's reason is the one reported
-    assert failure is not None
-    raise failure
+    required = request.schema.get("required", [])
+    shaped = [data for data in candidates if all(k in data for k in required)]
+    # The last answer-shaped object is the verdict; a label outside the rubric there is
+    # re-asked, never replaced by an earlier (quoted) object's.
+    return _checked(shaped[-1] if shaped else candidates[-1], request)
 
 
 def _checked(data: dict[str, Any], request: ChatRequest) -> dict[str, Any]:

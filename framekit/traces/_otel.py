@@ -127,6 +127,9 @@ def to_otel_events(
         Evaluators (or names) to export; default all in the frame.
     headers, timeout
         For the endpoint: extra HTTP headers (e.g. an authorization) and seconds per export.
+        Credentials in the endpoint (``user:password@``, ``?sig=``...) or in headers (these
+        and ``$OTEL_EXPORTER_OTLP_HEADERS``) are sent and never shown; user info next to an
+        ``Authorization`` header is an :class:`InputError`, before anything is sent.
 
     Returns
     -------
@@ -194,8 +197,8 @@ def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout
         ) from exc
     path = urlsplit(endpoint).path.rstrip("/")
     url = endpoint if path.endswith("/v1/logs") else join_path(endpoint, "/v1/logs")
-    where = Destination.checked(url, "the OTLP endpoint", _sent_headers(headers), None,
-                                "headers= or $OTEL_EXPORTER_OTLP_HEADERS")  # fmt: skip
+    sources = "headers= or $OTEL_EXPORTER_OTLP_HEADERS"
+    where = Destination.checked(url, "the OTLP endpoint", _sent_headers(headers), None, sources)
     import requests
 
     failed: list[int] = []

@@ -209,8 +209,8 @@ def log_to_phoenix(
     result = ExportResult(skipped_failed=skipped, destination=where.shown)
     with httpx.Client(headers=headers, timeout=timeout) as client:
         if project:
-            _request(client, where, "GET", f"/v1/projects/{quote(project, safe='')}", None,
-                     max_retries)  # fmt: skip
+            path = f"/v1/projects/{quote(project, safe='')}"
+            _request(client, where, "GET", path, None, max_retries)
         rows = frame.to_dicts()
         for start in range(0, len(rows), chunk_size):
             body = {"data": [_payload(row) for row in rows[start : start + chunk_size]]}
