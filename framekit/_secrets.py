@@ -62,8 +62,12 @@ _MIN_ENV_SECRET_LENGTH = 12
 
 MASK = "***"
 
-# Forms a credential takes inside text whatever its value: URL userinfo and bearer tokens.
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@?#]+@")
+# Forms a credential takes inside text whatever its value: URL userinfo (up to the last
+# "@" of the authority: a password may hold one), credential query parameters, bearer and
+# basic tokens. Backslashes and quotes end a match: the text may be JSON (an answer), whose
+# escapes must survive.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s?#\\\"'<>]+@")
+_QUERY_PARAM = re.compile(r"(?P<lead>[?&](?P<name>[^=&#?/\s\\\"'<>]+)=)(?P<value>[^&#\s\\\"'<>]+)")
 _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 
 
@@ -111,7 +115,9 @@ def url_secrets(url: str | None) -> list[str]:
 
 
 def header_secrets(headers: Any) -> list[str]:
-    """Credential values in a header mapping (``extra_headers``), with and without scheme."""
+    """Credential values in a header mapping (``extra_headers``), with and without scheme;
+    a basic-auth value also decoded (``user:password``, the password), as a server may
+    quote it either way."""
     if not isinstance(headers, Mapping):
         return []
     found = []
@@ -123,7 +129,19 @@ def header_secrets(headers: Any) -> list[str]:
         scheme, _, token = text.partition(" ")
         if token and scheme.lower() in ("bearer", "basic", "token", "key"):
             found.append(token.strip())
+        if scheme.lower() == "basic":
+            found += _basic_decoded(token.strip())
     return found
+
+
+def _basic_decoded(token: str) -> list[str]:
+    """``user:password`` and its parts, from a basic-auth token (nothing if it is not one)."""
+    try:
+        pair = base64.b64decode(token, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return []
+    user, sep, password = pair.partition(":")
+    return [pair, user, password] if sep else []
 
 
 def collect_secrets(
@@ -182,9 +200,27 @@ def redact(text: str, secrets: Iterable[str]) -> str:
             for form in _variants(secret):
                 if form in text:
                     text = text.replace(form, MASK)
+    text = mask_urls(text)
+    return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+
+
+def mask_urls(text: str) -> str:
+    """The one rule for URLs shown anywhere: user info and the values of credential query
+    parameters (``key``, ``token``, ``sig``... see :func:`secret_query`) become ``***``,
+    in a URL alone or in any text (a log line, an error body, a request line).
+
+    Examples
+    --------
+    >>> mask_urls("POST http://me:pw@h:1/v1/logs?sig=abc123&x=1 failed")
+    'POST http://***@h:1/v1/logs?sig=***&x=1 failed'
+    """
     if "://" in text:
         text = _URL_USERINFO.sub(r"\g<scheme>" + MASK + "@", text)
-    return _BEARER.sub(lambda m: f"{m.group(1)} {MASK}", text)
+    if "=" in text:
+        text = _QUERY_PARAM.sub(
+            lambda m: m.group("lead") + MASK if secret_query(m.group("name")) else m.group(), text
+        )
+    return text
 
 
 def redact_value(value: Any, secrets: Iterable[str]) -> Any:
@@ -207,14 +243,36 @@ def safe_url(url: str | None) -> str | None:
     >>> safe_url("http://user:pw@host:8000/v1?key=abc123456&x=1")
     'http://***@host:8000/v1?key=***&x=1'
     """
-    if not url:
-        return url
-    text = _URL_USERINFO.sub(r"\g<scheme>" + MASK + "@", url)
-    return re.sub(
-        r"([?&])([^=&#]+)=([^&#]*)",
-        lambda m: f"{m.group(1)}{m.group(2)}={MASK if secret_query(m.group(2)) else m.group(3)}",
-        text,
-    )
+    return mask_urls(url) if url else url
+
+
+def url_problem(url: str, what: str) -> str | None:
+    """Why ``url`` cannot be an ``http(s)://`` endpoint, or ``None``; ``what`` names it in
+    the message, where the URL is shown masked.
+
+    Examples
+    --------
+    >>> url_problem("127.0.0.1:6006", "the Phoenix URL")
+    "the Phoenix URL '127.0.0.1:6006' is not an http:// or https:// URL with a host"
+    """
+    shown = safe_url(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError as exc:
+        return f"{what} {shown!r} is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{what} {shown!r} is not an http:// or https:// URL with a host"
+    return None
+
+
+def has_userinfo(url: str) -> bool:
+    """Whether ``url`` carries ``user:password@`` (an unparsable URL: no)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return False
+    return parts.username is not None or parts.password is not None
 
 
 # -- logs ----------------------------------------------------------------------------
@@ -279,12 +337,15 @@ __all__ = [
     "SECRET_KWARGS",
     "collect_secrets",
     "env_secrets",
+    "has_userinfo",
     "header_secrets",
     "install_log_redaction",
+    "mask_urls",
     "redact",
     "redact_value",
     "register",
     "safe_url",
     "secret_query",
+    "url_problem",
     "url_secrets",
 ]

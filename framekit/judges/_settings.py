@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from framekit._secrets import SECRET_KWARGS, safe_url, secret_query
+from framekit._secrets import SECRET_KWARGS, has_userinfo, safe_url, secret_query, url_problem
 
 #: Provider prefix of a litellm model string -> the variables litellm reads for its key
 #: (any one suffices). Models of other providers are not checked.
@@ -100,18 +100,13 @@ def key_problem(key: str, source: str) -> str | None:
 
 def api_base_problem(api_base: str) -> str | None:
     """Why the HTTP client would refuse ``api_base``, or ``None``."""
-    shown = safe_url(api_base)
-    try:
-        parts = urlsplit(api_base)
-        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError as exc:
-        return f"api_base {shown!r} is not a valid URL ({exc})"
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"api_base {shown!r} is not an http:// or https:// URL with a host"
-    if parts.username is not None or parts.password is not None:
+    problem = url_problem(api_base, "api_base")
+    if problem:
+        return problem
+    if has_userinfo(api_base):
         return (
-            f"api_base {shown!r} carries credentials (user:password@host), which the HTTP "
-            "client refuses next to the API key; pass the key as api_key= or "
+            f"api_base {safe_url(api_base)!r} carries credentials (user:password@host), "
+            "which the HTTP client refuses next to the API key; pass the key as api_key= or "
             "FRAMEKIT_API_KEY, or a header in extra_headers"
         )
     return None

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from framekit._aio import bounded
+from framekit._urls import join_path
 from framekit.judges._settings import refused_by_client
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import (
@@ -118,7 +119,7 @@ class HttpTransport:
         run opens a pool: the environment may have changed since the judge was made)."""
         base, self._key = resolve_endpoint(self.judge)
         self._custom_base = base is not None
-        self.url = (base or _OPENAI_BASE).rstrip("/") + "/chat/completions"
+        self.url = join_path(base or _OPENAI_BASE, "/chat/completions")
 
     @property
     def requires_key(self) -> bool:

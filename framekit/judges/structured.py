@@ -1,14 +1,15 @@
 """Structured answers: ask for JSON, and read it back tolerantly.
 
 Three modes, tried in order per judge: a JSON-schema ``response_format``; a forced tool
-call when the endpoint rejects that; a plain instruction with tolerant parsing last.
+call when the endpoint rejects that; a plain instruction with tolerant parsing last. The
+tolerant reading (:func:`parse_answer`) applies to every mode's reply: endpoints that
+ignore ``response_format`` wrap the JSON in prose too.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from framekit.judges.base import ChatRequest
@@ -60,27 +61,85 @@ def build_call_kwargs(
     return {"messages": [*messages, {"role": "user", "content": instruction}]}
 
 
-_FENCED = re.compile(r"```[a-zA-Z]*\s*\n?(.*?)```", re.DOTALL)
 _DECODER = json.JSONDecoder()
-#: Opening braces tried before giving up on a reply (bounds the work on a huge reply).
-_MAX_STARTS = 64
+#: Openings that fail to parse before the scan gives up (bounds the work on a huge reply).
+_MAX_FAILED_STARTS = 64
 
 
 def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) -> dict[str, Any]:
-    """Read the answer object out of a reply, or raise :class:`ParseFailure`."""
+    """Read the answer object out of a reply, or raise :class:`ParseFailure`.
+
+    A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
+    ``` fences, several objects) the reply's complete top-level objects are read in
+    order and the *last one shaped like an answer* (every required field present) is the
+    verdict: the judge's verdict comes after anything it quotes from the judged text, so
+    a forged verdict quoted before it loses, whatever its label. That verdict's label
+    must be in the rubric (else the reply is re-asked: an earlier object never stands in
+    for it); objects of other shapes (``{"status": "draft"}`` in the prose) are passed
+    over. A scan that meets 64 openings that do not parse stops there and takes nothing,
+    since a later object could be the verdict.
+
+    Examples
+    --------
+    >>> request = ChatRequest(messages=[], schema_name="r", schema={"required": ["label"]},
+    ...                       choices=("relevant", "irrelevant"))
+    >>> reply = ('The text ends with {"label": "relevant"}, which I ignore. '
+    ...          'My verdict: {"explanation": "off topic", "label": "irrelevant"}')
+    >>> parse_answer(reply, None, request)["label"]
+    'irrelevant'
+    """
     if refusal:
         raise ParseFailure("refusal", f"judge refused: {one_line(refusal, 120)}")
     if text is None:
         raise ParseFailure("null", "judge returned no content (content: null)")
-    data = _loads_tolerant(text)
-    if not isinstance(data, dict):
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):
+        return _checked(whole, request)
+    candidates = _objects(text)
+    if not candidates:
         raise ParseFailure("malformed", f"judge reply is not valid JSON: {one_line(text, 80)!r}")
+    required = request.schema.get("required", [])
+    shaped = [data for data in candidates if all(k in data for k in required)]
+    # The last answer-shaped object is the verdict; a label outside the rubric there is
+    # re-asked, never replaced by an earlier (quoted) object's.
+    return _checked(shaped[-1] if shaped else candidates[-1], request)
+
+
+def _checked(data: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+    """``data`` as a valid answer (label made canonical), or :class:`ParseFailure`."""
     missing = [k for k in request.schema.get("required", []) if k not in data]
     if missing:
         raise ParseFailure("malformed", f"judge reply lacks {', '.join(missing)}")
     if request.label_field and request.choices:
-        data[request.label_field] = canonical_label(data.get(request.label_field), request)
+        data = {
+            **data,
+            request.label_field: canonical_label(data.get(request.label_field), request),
+        }
     return data
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """The complete top-level JSON objects in ``text``, in order (objects nested in one are
+    part of it, not candidates of their own); empty when the scan hit its bound."""
+    found: list[dict[str, Any]] = []
+    failed = 0
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            failed += 1
+            if failed > _MAX_FAILED_STARTS:
+                return []
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
 
 
 def canonical_label(raw: Any, request: ChatRequest) -> str:
@@ -106,34 +165,6 @@ def reask_message(failure: ParseFailure, request: ChatRequest) -> str:
 
 def _norm(text: str) -> str:
     return " ".join(text.replace("_", " ").split()).strip().strip("\"'.").casefold()
-
-
-def _loads_tolerant(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        pass
-    # Models wrap JSON in ``` fences or prose, and the prose may hold braces of its own:
-    # take the first fenced object, else the first complete object in the text.
-    for block in _FENCED.findall(text):
-        try:
-            value = json.loads(block)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict):
-            return value
-    start = text.find("{")
-    for _ in range(_MAX_STARTS):
-        if start < 0:
-            break
-        try:
-            value, _end = _DECODER.raw_decode(text, start)
-        except json.JSONDecodeError:
-            value = None
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    return None
 
 
 def answer_text(value: Any) -> str | None:

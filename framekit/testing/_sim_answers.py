@@ -325,11 +325,14 @@ def chat_completion(
     fault: str | None,
     response_id: str,
     created: int,
+    template: str | None = None,
 ) -> dict[str, Any]:
     """The OpenAI ``chat.completion`` object answering ``body``.
 
     ``fault`` may be ``"malformed"`` (truncated JSON), ``"null"`` (``content: null``) or
     ``"refusal"``; any other value is ignored here (the HTTP layer handles it).
+    ``template`` (``SimulatorConfig.reply_template``) wraps a text answer: its
+    ``{answer}`` is replaced by the answer's JSON.
     Raises ``ValueError`` for a request without a ``messages`` list.
     """
     messages = body.get("messages")
@@ -368,7 +371,7 @@ def chat_completion(
         ]
         finish = "tool_calls"
     else:
-        message["content"] = text
+        message["content"] = template.replace("{answer}", text) if template else text
 
     answered = message["content"] or message["refusal"] or ""
     if "tool_calls" in message:

@@ -336,7 +336,12 @@ class BatchSim:
         fault = self.app._marker_fault(markers, body)
         created = int(time.time())
         completion = answers.chat_completion(
-            body, markers, fault, f"chatcmpl-{batch['id']}-{number}", created
+            body,
+            markers,
+            fault,
+            f"chatcmpl-{batch['id']}-{number}",
+            created,
+            template=self.app.config.reply_template,
         )
         if batch["kind"] == "anthropic":
             result = {"type": "succeeded", "message": _anthropic_message(completion, body)}

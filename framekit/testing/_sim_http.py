@@ -84,6 +84,7 @@ class SimApp:
         self.total = self.chat = self.embeddings = 0
         self.by_status: dict[int, int] = {}
         self.by_endpoint: dict[str, int] = {}
+        self.by_query: dict[str, int] = {}
         self.faults: dict[str, int] = {}
         self.abandoned = self.in_flight = self.max_in_flight = 0
         self.prompt_tokens = self.completion_tokens = 0
@@ -138,6 +139,7 @@ class SimApp:
             "embeddings": self.embeddings,
             "by_status": dict(sorted(self.by_status.items())),
             "by_endpoint": dict(self.by_endpoint),
+            "by_query": dict(self.by_query),
             "faults": dict(self.faults),
             "abandoned": self.abandoned,
             "in_flight": self.in_flight,
@@ -173,6 +175,8 @@ class SimApp:
             return self._control(method, path, query, body)
         self.total += 1
         self.by_endpoint[path] = self.by_endpoint.get(path, 0) + 1
+        if query:
+            self.by_query[query] = self.by_query.get(query, 0) + 1
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -347,7 +351,12 @@ class SimApp:
 
         self.seq += 1
         completion = answers.chat_completion(
-            payload, markers, fault, f"chatcmpl-sim{self.seq:08d}", int(time.time())
+            payload,
+            markers,
+            fault,
+            f"chatcmpl-sim{self.seq:08d}",
+            int(time.time()),
+            template=cfg.reply_template,
         )
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"

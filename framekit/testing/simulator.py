@@ -103,6 +103,10 @@ null_content_rate, refusal_rate : float
     echo_headers : {None, "error", "error_500", "answer"}
         Echo the request line and headers (the key among them) in a 400 or 500 error
         body, or inside the answer's explanation (see ``_sim_echo``).
+    reply_template : str, optional
+        If set, every text answer (not a tool call) is this text with ``{answer}``
+        replaced by the answer's JSON: a judge that wraps its verdict in prose, which may
+        quote other JSON objects before or after it.
     embedding_dimensions : int
         Vector length when a request gives no ``dimensions``.
     max_recorded : int
@@ -140,6 +144,7 @@ null_content_rate, refusal_rate : float
     require_api_key: str | None = None
     reject_response_format: bool = False
     echo_headers: str | None = None
+    reply_template: str | None = None
     embedding_dimensions: int = 256
     max_recorded: int = 10_000
     seed: int | None = 0
@@ -200,6 +205,8 @@ class SimulatorStats(TypedDict):
     embeddings: int
     by_status: dict[int, int]
     by_endpoint: dict[str, int]
+    #: Query strings of API requests that had one (``api-version=2024-06-01``: count).
+    by_query: dict[str, int]
     faults: dict[str, int]
     abandoned: int
     in_flight: int

@@ -8,12 +8,15 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import polars as pl
 
 from framekit._errors import FramekitError, InputError
+from framekit._urls import join_path
+from framekit.traces._endpoint import Destination
 from framekit.traces._phoenix import annotation_rows
-from framekit.traces._scored import ExportResult
+from framekit.traces._scored import ExportResult, as_polars, span_column
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _SCOPE = {"name": "framekit"}
@@ -64,14 +67,30 @@ def _request(records: list[dict[str, Any]]) -> dict[str, Any]:
     return {"resourceLogs": [{"resource": resource, "scopeLogs": scope_logs}]}
 
 
-def _check_ids(frame: pl.DataFrame) -> None:
-    """OTLP ids are hex: 16 digits for a span, 32 for a trace."""
-    bad = frame.filter(~pl.col("span_id").str.contains(r"^[0-9a-fA-F]{16}$"))
-    if bad.height:
-        raise InputError(
-            f"span_id {bad['span_id'][0]!r} is not an OpenTelemetry span id (16 hex digits): "
-            "these scores cannot be parented to their spans"
-        )
+_ID_DIGITS = (("span_id", "span", 16), ("trace_id", "trace", 32))
+
+
+def _check_ids(frame: pl.DataFrame, source: pl.DataFrame) -> None:
+    """OTLP ids are hex: 16 digits for a span, 32 for a trace (a trace id may be missing).
+
+    Checked before anything is written or sent; the message names the row of ``source``
+    (the scored table) holding the first bad id.
+    """
+    ids = frame.select(
+        pl.col("span_id"), pl.col("metadata").struct.field("trace_id").alias("trace_id")
+    )
+    for column, kind, digits in _ID_DIGITS:
+        bad = ids.filter(~pl.col(column).str.contains(f"^[0-9a-fA-F]{{{digits}}}$"))
+        if bad.height:
+            span, value = bad["span_id"][0], bad[column][0]
+            rows = source.with_row_index("_row").filter(
+                pl.col(span_column(source)).cast(pl.String) == span
+            )
+            row = f"row {rows['_row'][0]}: " if rows.height else ""
+            raise InputError(
+                f"{row}{column} {value!r} is not an OpenTelemetry {kind} id ({digits} hex "
+                "digits): these scores cannot be parented to their spans"
+            )
 
 
 def to_otel_events(
@@ -108,6 +127,9 @@ def to_otel_events(
         Evaluators (or names) to export; default all in the frame.
     headers, timeout
         For the endpoint: extra HTTP headers (e.g. an authorization) and seconds per export.
+        Credentials in the endpoint (``user:password@``, ``?sig=``...) or in headers (these
+        and ``$OTEL_EXPORTER_OTLP_HEADERS``) are sent and never shown; user info next to an
+        ``Authorization`` header is an :class:`InputError`, before anything is sent.
 
     Returns
     -------
@@ -136,15 +158,15 @@ def to_otel_events(
         endpoint, target = target, None
     if target is None and endpoint is None:
         raise InputError("to_otel_events needs a file path or an endpoint")
-    frame, skipped = annotation_rows(scored, evaluators)
-    _check_ids(frame)
+    source = as_polars(scored)
+    frame, skipped = annotation_rows(source, evaluators)
+    _check_ids(frame, source)
     result = ExportResult(sent=frame.height, skipped_failed=skipped)
     if target is not None:
         _write(frame, Path(target))
         result.destination = target
     if endpoint is not None:
-        _export(frame, endpoint, headers or {}, timeout)
-        result.destination = endpoint
+        result.destination = _export(frame, endpoint, headers or {}, timeout)
     return result
 
 
@@ -160,7 +182,8 @@ def _write(frame: pl.DataFrame, path: Path) -> None:
     os.replace(partial, path)  # nothing half-written at the destination
 
 
-def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout: float) -> None:
+def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout: float) -> str:
+    """Send the events with the SDK; returns the endpoint as it may be shown."""
     try:
         from opentelemetry import trace
         from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -172,10 +195,23 @@ def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout
             "exporting to an OTLP endpoint needs the OpenTelemetry SDK: "
             "pip install 'framekit[otel]'"
         ) from exc
-    url = endpoint.rstrip("/")
-    if not url.endswith("/v1/logs"):
-        url += "/v1/logs"
+    path = urlsplit(endpoint).path.rstrip("/")
+    url = endpoint if path.endswith("/v1/logs") else join_path(endpoint, "/v1/logs")
+    sources = "headers= or $OTEL_EXPORTER_OTLP_HEADERS"
+    where = Destination.checked(url, "the OTLP endpoint", _sent_headers(headers), None, sources)
+    import requests
+
     failed: list[int] = []
+    not_otlp: list[str] = []
+    session = requests.Session()
+
+    def _answer_kind(response: Any, *args: Any, **kwargs: Any) -> None:
+        # A 2xx page in front of the collector (a login form) is a success to the SDK.
+        kind = response.headers.get("content-type", "").partition(";")[0].strip().lower()
+        if response.ok and kind.startswith("text/"):
+            not_otlp.append(f"HTTP {response.status_code} and {kind}")
+
+    session.hooks["response"].append(_answer_kind)
 
     class _Counting(OTLPLogExporter):  # the SDK only logs a failed export: count them
         def export(self, batch: Any) -> Any:
@@ -184,7 +220,7 @@ def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout
                 failed.append(len(batch))
             return outcome
 
-    exporter = _Counting(endpoint=url, headers=headers, timeout=timeout)
+    exporter = _Counting(endpoint=url, headers=headers, timeout=timeout, session=session)
     # A provider of our own: the application's global logging setup is left untouched.
     provider = LoggerProvider(resource=Resource.create({"service.name": "framekit"}))
     provider.add_log_record_processor(BatchLogRecordProcessor(exporter))
@@ -215,6 +251,26 @@ def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout
         flushed = provider.force_flush(int(timeout * 1000))
     finally:
         provider.shutdown()
+    if not_otlp:
+        raise OTLPExportError(
+            f"the OTLP endpoint {where.shown} answered with {not_otlp[0]}, not OTLP: is this "
+            "the collector's URL, or a login page in front of it? (check the URL and headers)"
+        )
     if failed or not flushed:
         lost = sum(failed) if failed else "some"
-        raise OTLPExportError(f"OTLP export to {url}: {lost} of {frame.height} events not accepted")
+        raise OTLPExportError(
+            f"OTLP export to {where.shown}: {lost} of {frame.height} events not accepted"
+        )
+    return where.shown
+
+
+def _sent_headers(headers: dict[str, str]) -> dict[str, str]:
+    """The headers the SDK's exporter sends: its environment variables', then ``headers``."""
+    from opentelemetry.util.re import parse_env_headers
+
+    env = os.environ.get("OTEL_EXPORTER_OTLP_LOGS_HEADERS") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_HEADERS", ""
+    )
+    sent = {k.lower(): v for k, v in parse_env_headers(env, liberal=True).items()}
+    sent.update({k.lower(): v for k, v in headers.items()})
+    return sent

@@ -7,10 +7,12 @@ import random
 import time
 from collections.abc import Sequence
 from typing import Any, Literal
+from urllib.parse import quote
 
 import polars as pl
 
 from framekit._errors import FramekitError, InputError
+from framekit.traces._endpoint import Destination
 from framekit.traces._scored import (
     ExportResult,
     as_polars,
@@ -156,7 +158,10 @@ def log_to_phoenix(
     /v1/span_annotations?sync=true``) in chunks of ``chunk_size``. A chunk that meets a
     connection error, a timeout, HTTP 429 or a 5xx is retried up to ``max_retries`` times
     with jittered exponential backoff (honouring ``Retry-After``), as the judge does; any
-    other refusal stops at once. The API key never appears in an error or a log.
+    other refusal stops at once, and so does a 2xx answer that is not JSON (a login page in
+    front of Phoenix). Credentials (the key, ``user:password@`` and credential query
+    parameters in ``endpoint``) never appear in an error, a log or the result; user info
+    next to a key is refused before anything is sent.
 
     Parameters
     ----------
@@ -200,14 +205,16 @@ def log_to_phoenix(
     headers = {"accept": "application/json"}
     if key:
         headers["authorization"] = f"Bearer {key}"
-    result = ExportResult(skipped_failed=skipped, destination=base)
-    with httpx.Client(base_url=base, headers=headers, timeout=timeout) as client:
+    where = Destination.checked(base, "the Phoenix URL", headers, key, "PHOENIX_API_KEY")
+    result = ExportResult(skipped_failed=skipped, destination=where.shown)
+    with httpx.Client(headers=headers, timeout=timeout) as client:
         if project:
-            _request(client, "GET", f"/v1/projects/{project}", None, max_retries, key)
+            path = f"/v1/projects/{quote(project, safe='')}"
+            _request(client, where, "GET", path, None, max_retries)
         rows = frame.to_dicts()
         for start in range(0, len(rows), chunk_size):
             body = {"data": [_payload(row) for row in rows[start : start + chunk_size]]}
-            _request(client, "POST", "/v1/span_annotations", body, max_retries, key)
+            _request(client, where, "POST", "/v1/span_annotations", body, max_retries)
             result.sent += len(body["data"])
     return result
 
@@ -226,23 +233,27 @@ def _payload(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _request(
-    client: Any, method: str, path: str, body: Any, max_retries: int, key: str | None
+    client: Any, where: Destination, method: str, path: str, body: Any, max_retries: int
 ) -> Any:
     import httpx
 
+    # The query is written into the URL: httpx's params= would replace the endpoint's own.
+    url = where.at(path + "?sync=true" if method == "POST" else path)
+    shown = f"{method} {path}"
     for attempt in range(max_retries + 1):
         wait: float | None = None
         try:
-            params = {"sync": "true"} if method == "POST" else None
-            response = client.request(method, path, json=body, params=params)
+            response = client.request(method, url, json=body)
         except (httpx.TransportError, httpx.TimeoutException) as exc:
             problem = f"{type(exc).__name__}: {exc}"
         else:
             if response.status_code < 400:
-                return response.json() if response.content else None
+                return _json(response, where, shown)
             problem = f"HTTP {response.status_code}: {response.text[:300]}"
             if response.status_code not in _RETRIED:
-                raise PhoenixError(_redact(f"Phoenix refused {method} {path}: {problem}", key))
+                raise PhoenixError(
+                    where.message(f"Phoenix at {where.shown} refused {shown}: {problem}")
+                )
             wait = _retry_after(response.headers.get("retry-after"))
         if attempt == max_retries:
             break
@@ -250,8 +261,27 @@ def _request(
             wait if wait is not None else min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1)
         )
     raise PhoenixError(
-        _redact(f"Phoenix {method} {path} failed after {max_retries + 1} tries: {problem}", key)
+        where.message(
+            f"Phoenix at {where.shown}: {shown} failed after {max_retries + 1} tries: {problem}"
+        )
     )
+
+
+def _json(response: Any, where: Destination, shown: str) -> Any:
+    """Phoenix's JSON answer; anything else (a login page in front of it) is an error."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        kind = response.headers.get("content-type", "").partition(";")[0] or "no content type"
+        raise PhoenixError(
+            where.message(
+                f"Phoenix at {where.shown} answered {shown} with HTTP {response.status_code} "
+                f"and {kind}, not Phoenix's JSON API: is this Phoenix's URL, or a login page "
+                "in front of it? (check the URL and PHOENIX_API_KEY)"
+            )
+        ) from None
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -259,14 +289,6 @@ def _retry_after(value: str | None) -> float | None:
         return None if value is None else max(0.0, min(float(value), 60.0))
     except ValueError:
         return None
-
-
-def _redact(text: str, key: str | None) -> str:
-    if key:
-        text = text.replace(key, "***")
-        if len(key) > 12:
-            text = text.replace(key[-8:], "***")
-    return text
 
 
 __all__ = ["ANNOTATION_SCHEMA", "PhoenixError", "log_to_phoenix", "to_annotations"]

@@ -18,6 +18,7 @@ import aiohttp
 
 from framekit._errors import JudgeAuthenticationError, JudgeError
 from framekit._secrets import redact
+from framekit._urls import join_path
 from framekit.judges.structured import one_line
 
 #: Provider states after which nothing changes any more.
@@ -131,9 +132,13 @@ class BatchClient:
             await self._session.close()
             self._session = None
 
+    def url(self, path: str) -> str:
+        """The URL of an API path: after ``api_base``'s path, before its query."""
+        return join_path(self.api_base, path)
+
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """One JSON API call; raises :class:`BatchHTTPError` for an error status."""
-        async with self.session().request(method, self.api_base + path, **kwargs) as resp:
+        async with self.session().request(method, self.url(path), **kwargs) as resp:
             body = await resp.read()
             if resp.status >= 400:
                 raise _http_error(resp.status, body, self.secrets)

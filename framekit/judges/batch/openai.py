@@ -71,7 +71,7 @@ class OpenAIBatchClient(BatchClient):
         for file_id in (status.output_file, status.error_file):
             if not file_id:
                 continue
-            async for line in self.lines(f"{self.api_base}/files/{file_id}/content"):
+            async for line in self.lines(self.url(f"/files/{file_id}/content")):
                 yield read_line(line)
 
 
