@@ -376,3 +376,29 @@ def test_spools_are_recorded_beside_their_manifest_so_a_copied_cache_resumes(
     assert out["retrieval_relevance_score"].null_count() == 0
     assert sim.stats()["batch"]["batches_created"] == 1
     assert not [w for w in caught if "batch manifest" in str(w.message)]
+
+
+def test_a_spool_the_run_did_not_write_is_never_uploaded(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    # A run killed before its batch was created leaves an `uploading` manifest and its
+    # spool. Whoever can write the cache can rewrite that spool (same custom_ids, other
+    # prompts): the re-run must upload the requests of its own plan, not the file.
+    cache, frame = tmp_path / "cache", retrieval_frame(ROWS, label="relevant")
+    sim.configure(batch_seconds=600.0)
+    with pytest.raises(BatchPending):
+        score_retrieval(frame, batch_judge(sim, wait=False), cache)
+    (path,) = (cache / "batches").glob("*.json")
+    manifest = json.loads(path.read_text())
+    spool = cache / "batches" / f"{manifest['local_id']}.jsonl"
+    tampered = spool.read_text().replace("label=relevant", "label=irrelevant")
+    assert "label=irrelevant" in tampered
+    spool.write_text(tampered)
+    path.write_text(json.dumps({**manifest, "state": "uploading", "batch_id": None}))
+    sim.reset()  # the provider never created that batch
+    sim.configure(batch_seconds=0.1)
+    out = score_retrieval(frame, batch_judge(sim), cache)
+    assert out["retrieval_relevance_label"].to_list() == ["relevant"] * ROWS
+    stats = sim.stats()["batch"]
+    assert stats["files_uploaded"] == 1 and stats["batches_created"] == 1
+    assert not path.exists()  # the unadoptable record is gone; the new batch has its own

@@ -128,6 +128,7 @@ class BatchExecutor:
             return
         provider, endpoint = self.client.provider, self.endpoint
         resumed = self.store.open_for(provider, endpoint, self.shapes)
+        resumed = [m for m in resumed if m.state != "uploading" or await self._adopt(m)]
         covered = {k for m in resumed for k in m.keys}
         self.resumed = {m.local_id for m in resumed}
         if resumed:
@@ -252,7 +253,11 @@ class BatchExecutor:
     # -- submitting and following ----------------------------------------------------------
     async def _adopt(self, m: Manifest) -> bool:
         """A run killed between creating a batch and recording its id left the manifest
-        at ``uploading``: find that batch by the tag it was created with, not pay again."""
+        at ``uploading``: find that batch by the tag it was created with, not pay again.
+
+        A batch the provider never created is discarded, spool and all, and its requests
+        are written again from this run's own plan: a spool on disk is never uploaded by a
+        run that did not write it (whoever can write the cache could have rewritten it)."""
         # Page by page through the provider's list: the batch may be past the first 100.
         pages = self.client.batches()
         found: BatchStatus | None = None
@@ -263,16 +268,15 @@ class BatchExecutor:
                         found = status
                         break
         except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError):
-            return False
+            found = None
         if found is None:
+            self.store.discard(m)
             return False
         m.batch_id, m.state = found.id, "submitted"
         self.store.save(m)
         return True
 
     async def _submit(self, m: Manifest) -> None:
-        if m.local_id in self.resumed and await self._adopt(m):
-            return
         attempt = 0
         while True:
             try:

@@ -234,6 +234,12 @@ class ManifestStore:
         with contextlib.suppress(OSError):
             self.spool_of(manifest).unlink()
 
+    def discard(self, manifest: Manifest) -> None:
+        """Remove a batch that never reached the provider: its manifest and its spool."""
+        self.drop_spool(manifest)
+        with contextlib.suppress(OSError):
+            self.path_of(manifest).unlink()
+
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
