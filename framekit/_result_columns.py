@@ -4,7 +4,8 @@ scored frame is read back.
 Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label``,
 ``_explanation`` (String), ``_passed`` (Boolean), ``_error`` (String); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
-(Boolean), ``_latency_s`` (Float64). An evaluator is recognised in a scored frame by
+(Boolean), ``_latency_s`` (Float64), and for an evaluator whose verdicts carry findings
+(``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON). An evaluator is recognised in a scored frame by
 ``<name>_score`` next to ``<name>_error``. This module is the only place those names and
 dtypes are written down: the frame layer builds columns from it, ``io`` checks clashes
 with it, and the analysis and the command line parse scored frames with it.
@@ -34,6 +35,9 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
 }
+#: The column ``details=True`` adds for an evaluator with ``has_details``: its verdict's
+#: findings as JSON text (Groundedness's claim list).
+FINDINGS_COLUMNS: dict[str, pl.DataType] = {"details": pl.String()}
 
 
 def column(name: str, kind: str) -> str:
@@ -45,6 +49,13 @@ def _name_of(evaluator: Any) -> str:
     return evaluator if isinstance(evaluator, str) else str(evaluator.name)
 
 
+def _kinds(evaluator: Any, details: bool) -> dict[str, pl.DataType]:
+    if not details:
+        return RESULT_COLUMNS
+    findings = FINDINGS_COLUMNS if getattr(evaluator, "has_details", False) else {}
+    return {**RESULT_COLUMNS, **DETAIL_COLUMNS, **findings}
+
+
 def result_columns(evaluators: Iterable[Any], details: bool = False) -> list[str]:
     """Names of the columns appended for ``evaluators`` (names or objects with ``.name``).
 
@@ -53,14 +64,16 @@ def result_columns(evaluators: Iterable[Any], details: bool = False) -> list[str
     >>> result_columns(["coherence"])
     ['coherence_score', 'coherence_label', 'coherence_explanation', 'coherence_passed', 'coherence_error']
     """
-    kinds = list(RESULT_COLUMNS) + (list(DETAIL_COLUMNS) if details else [])
-    return [column(_name_of(ev), kind) for ev in evaluators for kind in kinds]
+    return [column(_name_of(ev), kind) for ev in evaluators for kind in _kinds(ev, details)]
 
 
 def result_schema(evaluators: Iterable[Any], details: bool = False) -> dict[str, pl.DataType]:
     """Column name -> dtype of the appended columns, in order."""
-    kinds = {**RESULT_COLUMNS, **(DETAIL_COLUMNS if details else {})}
-    return {column(_name_of(ev), k): dtype for ev in evaluators for k, dtype in kinds.items()}
+    return {
+        column(_name_of(ev), k): dtype
+        for ev in evaluators
+        for k, dtype in _kinds(ev, details).items()
+    }
 
 
 def evaluator_names(columns: Sequence[str]) -> list[str]:
@@ -125,6 +138,7 @@ _READABLE: dict[str, tuple[Any, str]] = {
     "cost_usd": (lambda t: t.is_numeric(), "a number (Float64)"),
     "cached": (lambda t: t == pl.Boolean, "Boolean"),
     "latency_s": (lambda t: t.is_numeric(), "a number (Float64)"),
+    "details": (lambda t: t == pl.String, _TEXT),
 }
 
 
@@ -160,6 +174,7 @@ def check_dtypes(
 
 __all__ = [
     "DETAIL_COLUMNS",
+    "FINDINGS_COLUMNS",
     "RESULT_COLUMNS",
     "SUMMARY_KINDS",
     "check_dtypes",

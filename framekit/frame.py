@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 import warnings
@@ -16,7 +17,7 @@ from framekit._budget import fit_to_context
 from framekit._errors import FramekitError, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
 from framekit._mapping import MappingValue, resolve_mapping
-from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
+from framekit._result_columns import DETAIL_COLUMNS, FINDINGS_COLUMNS, RESULT_COLUMNS
 from framekit._result_columns import result_columns as _contract_columns
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
@@ -54,7 +55,7 @@ def _build_columns(
     take = pl.Series("idx", inverse, dtype=pl.UInt32)
 
     def col(kind: str, values: list[Any]) -> pl.Series:
-        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS[kind]
+        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS.get(kind) or FINDINGS_COLUMNS[kind]
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
     scores = [r.value for r in results]
@@ -77,7 +78,13 @@ def _build_columns(
             col("cached", [r.cached for r in results]),
             col("latency_s", [r.latency_s for r in results]),
         ]
+        if ev.has_details:
+            out.append(col("details", [_json(r.details) for r in results]))
     return out
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 async def aevaluate_dataframe(

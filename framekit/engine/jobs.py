@@ -13,6 +13,7 @@ import polars as pl
 from framekit._errors import InputError
 from framekit.evaluators.base import Evaluator
 from framekit.judges.base import JudgeLike
+from framekit.judges.decoding import with_decoding
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.resolve import resolve_judge
@@ -76,7 +77,9 @@ def distinct_records(
 
 class JudgeResolver:
     """The judge of each evaluator (its own ``judge=``, else the run's), resolved once per
-    distinct spec, so evaluators sharing a judge share its limits and worker processes."""
+    distinct spec, so evaluators sharing a judge share its limits and worker processes.
+    An evaluator with decoding options (``temperature=``...) gets a copy of that judge
+    with them set, shared by the evaluators that ask for the same options."""
 
     def __init__(self, default: JudgeLike | None) -> None:
         self.default = default
@@ -87,4 +90,10 @@ class JudgeResolver:
         key = spec if isinstance(spec, str) or spec is None else id(spec)
         if key not in self.judges:
             self.judges[key] = resolve_judge(spec)
-        return self.judges[key]
+        options = ev.judge_options
+        if not options:
+            return self.judges[key]
+        derived = (key, repr(sorted(options.items())))
+        if derived not in self.judges:
+            self.judges[derived] = with_decoding(self.judges[key], options)
+        return self.judges[derived]

@@ -27,6 +27,7 @@ from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.judges.base import ChatRequest, JudgeLike
+from framekit.judges.decoding import with_decoding
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.resolve import resolve_judge
@@ -45,6 +46,7 @@ class RecordResult:
     cost_usd: float | None = None
     cached: bool | None = None
     latency_s: float | None = None
+    details: dict[str, Any] | None = None  # the verdict's structured findings, if any
     reported: bool = False  # already counted by the progress bar
 
 
@@ -462,6 +464,7 @@ def _apply(result: RecordResult, verdict: Verdict) -> None:
     value = float(verdict.value)
     result.value = min(1.0, max(0.0, value))
     result.label, result.explanation = verdict.label, verdict.explanation
+    result.details = verdict.details
 
 
 async def score_one(
@@ -472,7 +475,9 @@ async def score_one(
     cache: Cache | str | bool | None = None,
 ) -> Score:
     """Score a single record (``Evaluator.ascore``): same engine, one record."""
-    resolved = resolve_judge(judge if judge is not None else evaluator.judge)
+    resolved = with_decoding(
+        resolve_judge(judge if judge is not None else evaluator.judge), evaluator.judge_options
+    )
     record = evaluator.prepare(fields)  # raises ValueError (RecordError) for a bad record
     stats = RunStats(rows=1, evaluations=1)
     job = Job(evaluator, resolved, [record])
@@ -481,14 +486,13 @@ async def score_one(
     stats.elapsed_s = time.perf_counter() - started
     r = job.results[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation)
-    return evaluator.make_score(
-        verdict,
-        error=r.error,
-        metadata={
-            "judge": resolved.model,
-            "template_version": evaluator.version,
-            "tokens": r.tokens,
-            "cost_usd": r.cost_usd,
-            "cached": r.cached,
-        },
-    )
+    metadata: dict[str, Any] = {
+        "judge": resolved.model,
+        "template_version": evaluator.version,
+        "tokens": r.tokens,
+        "cost_usd": r.cost_usd,
+        "cached": r.cached,
+    }
+    if r.details is not None:
+        metadata["details"] = r.details
+    return evaluator.make_score(verdict, error=r.error, metadata=metadata)

@@ -1,7 +1,7 @@
 """The shape every evaluator shares.
 
 An evaluator turns one record (a dict of canonical fields: ``input``, ``output``,
-``context``, ``history``) into a :class:`~framekit.Score`. It never calls a judge itself:
+``context``, ``history``, ``reference``) into a :class:`~framekit.Score`. It never calls a judge itself:
 it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
 so that the engine can deduplicate, cache, pace and retry every call for a whole frame.
 """
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, MappingError, RecordError
 from framekit._score import Direction, Score
+from framekit.judges.decoding import check_decoding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -25,20 +26,24 @@ if TYPE_CHECKING:
     from framekit.engine.embeddings import EmbeddingBackend
     from framekit.judges.base import ChatRequest, JudgeLike
 
-FIELDS = ("input", "output", "context", "history")
+#: ``reference`` is the text a response or the documents are checked against: the
+#: reference (gold) answer for ContextRecall, as Ragas names it, and whatever a copied
+#: Phoenix template's ``{reference}`` shows (Phoenix's "reference text", often the
+#: retrieved document: map that column to ``reference`` and the template runs as
+#: written). It was once an alias of ``context``; one name now means one field.
+FIELDS = ("input", "output", "context", "history", "reference")
 
 #: Field names other projects use, accepted in ``mapping=`` and ``score(...)``: Fiddler's
 #: ContextRelevance reads ``user_query`` and ``retrieved_documents``; Phoenix's templates
-#: say ``query`` and ``reference``.
+#: say ``query``.
 FIELD_ALIASES = {
     "user_query": "input",
     "query": "input",
     "retrieved_documents": "context",
-    "reference": "context",
 }
 
 #: Aliases unambiguous enough to pick a column by its name when no mapping is given.
-#: ("reference" often names a gold answer, and "query" a search string: map those.)
+#: ("query" often names a search string: map it.)
 COLUMN_ALIASES = ("user_query", "retrieved_documents")
 
 
@@ -82,11 +87,17 @@ def pick_judge(
 
 @dataclass(frozen=True)
 class Verdict:
-    """An evaluator's reading of the judge's answer for one record."""
+    """An evaluator's reading of the judge's answer for one record.
+
+    ``details`` holds structured findings behind the verdict (Groundedness's claim list),
+    JSON-ready; it reaches ``Score.metadata["details"]`` and the ``<name>_details`` column
+    of ``details=True``.
+    """
 
     value: float
     label: str | None
     explanation: str | None
+    details: dict[str, Any] | None = None
 
 
 def snake_case(name: str) -> str:
@@ -107,6 +118,8 @@ class Evaluator(ABC):
     default_threshold: ClassVar[float] = 0.5
     direction: Direction = "maximize"
     version: str = "v0"
+    #: Whether verdicts carry ``details`` (a ``<name>_details`` column with details=True).
+    has_details: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -116,6 +129,8 @@ class Evaluator(ABC):
         judge: JudgeLike | None = None,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        direction: Direction | None = None,
+        **decoding: Any,
     ) -> None:
         self.name = name or snake_case(type(self).__name__)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
@@ -128,6 +143,13 @@ class Evaluator(ABC):
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
         self.judge = pick_judge(self.name, judge, llm, model)
+        if direction is not None:
+            if direction not in ("maximize", "minimize"):
+                raise InputError(f"{self.name}: direction must be 'maximize' or 'minimize'")
+            self.direction = direction
+        #: Decoding options for this evaluator's judge (``temperature=``, ``max_tokens=``,
+        #: as Phoenix takes them): the run uses a copy of the judge with them set.
+        self.judge_options: dict[str, Any] = check_decoding(self.name, decoding)
 
     # -- fields ---------------------------------------------------------------------
     @property
