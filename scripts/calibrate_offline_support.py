@@ -92,16 +92,32 @@ def split_half(measure: np.ndarray, truth: np.ndarray, docs: np.ndarray, fit: An
     return out
 
 
+def measured(
+    measure: np.ndarray, truth: np.ndarray, docs: np.ndarray, fit: Any, score: Any, key: str
+) -> tuple[Any, dict[str, Any]]:
+    """The fitted cut points (``fit(measure, truth)``) and how the scores they give
+    (``score(measure, cuts)``, reported under ``key``) agree with the ratings."""
+    cuts = fit(measure, truth)
+    figures = {
+        "measure": se.spearman_figures(measure, truth, docs),
+        key: se.spearman_figures(score(measure, cuts), truth, docs),
+    }
+    figure = figures[key]["per_article_mean"]
+    return cuts, {
+        "spearman": figures,
+        "split_half_spearman": split_half(
+            measure, truth, docs, lambda m, t, held: score(held, fit(m, t))
+        ),
+        "figure": figure,
+        "floor": FLOOR,
+        "usable": bool(figure >= FLOOR),
+    }
+
+
 def groundedness_section(
     measure: np.ndarray, truth: np.ndarray, docs: np.ndarray, **meta: Any
 ) -> dict[str, Any]:
-    knots = support_knots(measure, truth)
-    scores = labelled(measure, knots)
-    figures = {
-        "measure": se.spearman_figures(measure, truth, docs),
-        "score": se.spearman_figures(scores, truth, docs),
-    }
-    figure = figures["score"]["per_article_mean"]
+    knots, figures = measured(measure, truth, docs, support_knots, labelled, "score")
     return {
         **meta,
         "source": SOURCE,
@@ -111,13 +127,7 @@ def groundedness_section(
         "rule": "cuts at the shares of consistency < 3 and < 4.5 on the file; 1st and 99th "
         "percentiles at the ends",
         "label_shares": band_shares(truth, (3.0, 4.5)),
-        "spearman": figures,
-        "split_half_spearman": split_half(
-            measure, truth, docs, lambda m, t, held: labelled(held, support_knots(m, t))
-        ),
-        "figure": figure,
-        "floor": FLOOR,
-        "usable": bool(figure >= FLOOR),
+        **figures,
     }
 
 
@@ -130,12 +140,7 @@ def five_scores(measure: np.ndarray, cuts: Sequence[float]) -> np.ndarray:
 
 
 def coherence_section(measure: np.ndarray, truth: np.ndarray, docs: np.ndarray) -> dict[str, Any]:
-    cuts = five_cuts(measure, truth)
-    figures = {
-        "measure": se.spearman_figures(measure, truth, docs),
-        "labelled_score": se.spearman_figures(five_scores(measure, cuts), truth, docs),
-    }
-    figure = figures["labelled_score"]["per_article_mean"]
+    cuts, figures = measured(measure, truth, docs, five_cuts, five_scores, "labelled_score")
     return {
         "model_id": LM_ID,
         "source": SOURCE,
@@ -143,13 +148,7 @@ def coherence_section(measure: np.ndarray, truth: np.ndarray, docs: np.ndarray) 
         "request": "the summarisation instruction, then the article (the request a summary answers)",
         "cuts": cuts,
         "rule": "each of the five labels as common on the file as the rounded coherence rating",
-        "spearman": figures,
-        "split_half_spearman": split_half(
-            measure, truth, docs, lambda m, t, held: five_scores(held, five_cuts(m, t))
-        ),
-        "figure": figure,
-        "floor": FLOOR,
-        "usable": bool(figure >= FLOOR),
+        **figures,
     }
 
 
