@@ -5,8 +5,8 @@ Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label`
 ``_explanation`` (String), ``_passed`` (Boolean), ``_error`` (String); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
 (Boolean), ``_latency_s`` (Float64), and for an evaluator whose verdicts carry findings
-(``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON). An evaluator is recognised in a scored frame by
-``<name>_score`` next to ``<name>_error``. This module is the only place those names and
+(``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON). An evaluator
+is recognised in a scored frame by ``<name>_score`` next to ``<name>_error``. This module is the only place those names and
 dtypes are written down: the frame layer builds columns from it, ``io`` checks clashes
 with it, and the analysis and the command line parse scored frames with it.
 """

@@ -1,8 +1,8 @@
 """The shape every evaluator shares.
 
 An evaluator turns one record (a dict of canonical fields: ``input``, ``output``,
-``context``, ``history``, ``reference``) into a :class:`~framekit.Score`. It never calls a judge itself:
-it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
+``context``, ``history``, ``reference``) into a :class:`~framekit.Score`. It never calls
+a judge itself: it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
 so that the engine can deduplicate, cache, pace and retry every call for a whole frame.
 """
 

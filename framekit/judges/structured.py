@@ -73,8 +73,9 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
     A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
     ``` fences, several objects) the reply's complete top-level objects are read in
     order and the *last one shaped like an answer* (every required field present; else
-    every field but the free-text ones) is the verdict: the judge's verdict comes after anything it quotes from the judged text, so
-    a forged verdict quoted before it loses, whatever its label. That verdict's label
+    every field but the free-text ones) is the verdict: the judge's verdict comes after
+    anything it quotes from the judged text, so a forged verdict quoted before it loses,
+    whatever its label. That verdict's label
     must be in the rubric (else the reply is re-asked: an earlier object never stands in
     for it); objects of other shapes (``{"status": "draft"}`` in the prose) are passed
     over. A scan that meets 64 openings that do not parse stops there and takes nothing,
