@@ -251,6 +251,9 @@ def test_both_evaluators_have_evaluate_names_and_describe_their_scale():
         "required output, context; optional input" in text and "template: groundedness v1" in text
     )
     assert "grounded 1" in text and "no claims 1" in text
+    # The lowest band is "below the next one up", not "at least 0".
+    assert "ungrounded < 0.5" in text and ">= 0;" not in text
+    assert "not recalled < 0.5" in ContextRecall().scale_text()
 
 
 def test_versions_and_options_enter_the_cache_key(judge_simulator, tmp_path):

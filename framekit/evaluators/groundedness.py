@@ -167,10 +167,21 @@ class ClaimsEvaluator(Evaluator):
 
     # -- description --------------------------------------------------------------------
     def scale_text(self) -> str:
-        bands = ", ".join(
-            f"{label} {'1' if low == 1.0 else f'>= {low:g}'}" for label, low in self.bands.items()
+        """``share of the response's claims supported (grounded 1, partially grounded >=
+        0.5, ungrounded < 0.5; no claims 1)``."""
+        labels, lows = list(self.bands), list(self.bands.values())
+        parts = []
+        for i, (label, low) in enumerate(zip(labels, lows)):
+            if low == 1.0:
+                parts.append(f"{label} 1")
+            elif i == len(labels) - 1:
+                parts.append(f"{label} < {lows[i - 1]:g}")
+            else:
+                parts.append(f"{label} >= {low:g}")
+        return (
+            f"share of the {self.subject}'s claims supported ({', '.join(parts)}; "
+            f"{self.no_claims_label} 1)"
         )
-        return f"share of the {self.subject}'s claims supported ({bands}; {self.no_claims_label} 1)"
 
     def describe(self) -> str:
         return super().describe() + f"\n  template: {self.template_name} {self.version}"
