@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "evaluate_dataframe": "framekit.frame",
     "aevaluate_dataframe": "framekit.frame",
-    "EvaluationFailed": "framekit.frame",
+    "EvaluationFailed": "framekit._errors",
     "evaluate_parquet": "framekit.io",
     "evaluate_sql": "framekit.io",
     "Judge": "framekit.judges.litellm_judge",
@@ -44,6 +44,7 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
     "BatchPending": "framekit._errors",
+    "MissingDependency": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
 # Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         BatchPending,
+        EvaluationFailed,
         FramekitError,
         InputError,
         JudgeAuthenticationError,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
         JudgeError,
         LocalModelError,
         MappingError,
+        MissingDependency,
         RecordError,
         RunInterrupted,
     )
@@ -72,7 +75,7 @@ if TYPE_CHECKING:
     from framekit.analysis.gate import gate
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
-    from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe
+    from framekit.frame import aevaluate_dataframe, evaluate_dataframe
     from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.litellm_judge import Judge
     from framekit.judges.local import LocalJudge

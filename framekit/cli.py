@@ -29,6 +29,7 @@ from framekit._errors import (
     FramekitError,
     InputError,
     JudgeAuthenticationError,
+    MissingDependency,
     RunInterrupted,
     did_you_mean,
 )
@@ -561,15 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    except InputError as exc:
+    except (InputError, MissingDependency) as exc:  # the user's to fix: exit 2
         print(f"framekit: error: {advise(str(exc))}", file=sys.stderr)
         return 2
     except FramekitError as exc:
         print(f"framekit: error: {exc}", file=sys.stderr)
         return 1
-    except ModuleNotFoundError as exc:  # an optional extra (matplotlib, the local model)
-        print(f"framekit: error: {exc}", file=sys.stderr)
-        return 2
     except BrokenPipeError:  # `framekit report ... | head`: the reader left, not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -13,7 +13,7 @@ import polars as pl
 
 from framekit._aio import note_interrupted, run_sync
 from framekit._budget import fit_to_context
-from framekit._errors import FramekitError, InputError, JudgeError
+from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
 from framekit._mapping import MappingValue, resolve_mapping
 from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
@@ -29,14 +29,6 @@ from framekit.judges.base import JudgeLike
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
 ALL_FAILED = "framekit: every evaluation of this run failed"
-
-
-class EvaluationFailed(FramekitError):
-    """``on_error="raise"`` and at least one row failed; ``.frame`` holds every result."""
-
-    def __init__(self, message: str, frame: Any) -> None:
-        super().__init__(message)
-        self.frame = frame
 
 
 def result_columns(evaluators: Sequence[Evaluator], details: bool = False) -> list[str]:

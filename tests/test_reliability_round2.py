@@ -319,8 +319,8 @@ def test_a_url_the_http_client_refuses_at_call_time_is_classified_as_configurati
     # defence, for a client that refuses a URL framekit's own check let through.
     import asyncio
 
-    from framekit.engine.faults import classify
-    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.litellm_call import call_litellm
+    from framekit.judges.litellm_faults import classify
 
     params = {"model": "openai/m", "api_base": f"http://me:{API_KEY}@127.0.0.1:9/v1",
               "api_key": "x-none", "num_retries": 0, "max_retries": 0, "timeout": 5}  # fmt: skip

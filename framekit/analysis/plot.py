@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
+from framekit._dependencies import import_optional
 from framekit.analysis import _inputs, report
 from framekit.analysis._table import terminal_safe
 
@@ -31,13 +32,8 @@ _COLUMNS = 3
 
 
 def _figure(width: float, height: float) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ModuleNotFoundError(
-            "framekit.plot needs matplotlib: pip install 'framekit[plot]'"
-        ) from exc
-    return Figure(figsize=(width, height), layout="constrained")
+    figure = import_optional("matplotlib.figure", extra="plot", purpose="framekit.plot")
+    return figure.Figure(figsize=(width, height), layout="constrained")
 
 
 def _edges(data: list[np.ndarray]) -> list[float]:

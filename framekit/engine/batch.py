@@ -28,7 +28,7 @@ from typing import Any
 import aiohttp
 
 from framekit import _secrets
-from framekit._errors import BatchPending, JudgeError
+from framekit._errors import BatchPending, JudgeError, ParseFailure
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
 from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
@@ -38,7 +38,7 @@ from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_pri
 from framekit.judges.batch.base import BatchHTTPError
 from framekit.judges.litellm_judge import Judge
 from framekit.judges.pricing import cost as price_of
-from framekit.judges.structured import ParseFailure, build_call_kwargs, parse_answer, reask_message
+from framekit.judges.structured import build_call_kwargs, parse_answer, reask_message
 from framekit.judges.transport import Mode
 
 #: Longest pause between two polls of a batch, in seconds.

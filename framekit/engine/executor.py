@@ -25,7 +25,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from framekit import _secrets
-from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
+from framekit._errors import (
+    JudgeAuthenticationError,
+    JudgeConfigurationError,
+    JudgeError,
+    ParseFailure,
+)
 from framekit.engine.cache import Cache
 from framekit.engine.inflight import table_for, wait_for
 from framekit.engine.limiter import RateLimiter
@@ -33,7 +38,7 @@ from framekit.engine.stats import RunStats
 from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
 from framekit.judges.litellm_judge import Judge
-from framekit.judges.structured import ParseFailure, parse_answer, reask_message
+from framekit.judges.structured import parse_answer, reask_message
 from framekit.judges.transport import NEXT_MODE, Mode, RawReply
 
 #: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.

@@ -17,7 +17,7 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError, OutputWriteError
+from framekit._errors import EvaluationFailed, InputError, OutputWriteError
 from framekit._mapping import MappingValue
 from framekit._provenance import to_metadata
 from framekit.engine.cache import Cache
@@ -25,7 +25,7 @@ from framekit.engine.jobs import JudgeResolver, check_evaluators
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed, warn_if_all_failed
+from framekit.frame import warn_if_all_failed
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint

@@ -60,15 +60,6 @@ class Fault:
         return cls("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
 
 
-class FaultRaised(Exception):
-    """A call that failed and was already classified where it was made (a transport, a
-    judge worker process): only the verdict crosses over, not the client's exception."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.reason)
-        self.fault = fault
-
-
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
     """Seconds to wait, in every form endpoints write it: a number of seconds or an HTTP
     date (``Retry-After``), a duration (``"6m0s"``, ``"120ms"``: OpenAI's

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import re
 
+from framekit._errors import FaultRaised
 from framekit.judges import _litellm, _model_names
 from framekit.judges._settings import refused_by_client
 from framekit.judges.faults import (
     TIMEOUT,
     Fault,
-    FaultRaised,
     chain,
     connect_cause,
     never_connected,

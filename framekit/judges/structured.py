@@ -12,15 +12,8 @@ import json
 import math
 from typing import Any
 
+from framekit._errors import ParseFailure
 from framekit.judges.base import ChatRequest
-
-
-class ParseFailure(Exception):
-    """The reply could not be read as the requested answer; ``kind`` says how."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def build_call_kwargs(

@@ -36,7 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
-from framekit._errors import JudgeError
+from framekit._errors import FaultRaised, JudgeError
 
 _HEADER = struct.Struct(">I")
 #: Seconds a worker may take to import litellm and say it is ready.
@@ -227,8 +227,6 @@ class WorkerPool:
     async def call(self, params: dict[str, Any], call: dict[str, Any], secrets: list[str]) -> Any:
         """``litellm.acompletion(**params, **call)`` in the least busy worker: a
         ``RawReply``, or raises ``FaultRaised``."""
-        from framekit.judges.faults import FaultRaised
-
         self._secrets = secrets
         worker = self._pick()
         rid = next(self._ids)
