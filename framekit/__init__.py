@@ -22,7 +22,7 @@ _EXPORTS = {
     "EvaluationFailed": "framekit._errors",
     "evaluate_parquet": "framekit.io",
     "evaluate_sql": "framekit.io",
-    "Judge": "framekit.judges.litellm_judge",
+    "Judge": "framekit.judges.judge",
     "LocalJudge": "framekit.judges.local",
     "Cache": "framekit.engine.cache",
     "Score": "framekit._score",
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
     from framekit.engine.stats import RunStats, last_run
     from framekit.frame import aevaluate_dataframe, evaluate_dataframe
     from framekit.io import evaluate_parquet, evaluate_sql
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
 
 

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge
 
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
@@ -37,10 +37,10 @@ def context_tokens(judge: Judge) -> int:
     window = getattr(judge, "context_window", None)
     if window:
         return int(window)
-    from framekit.judges import _litellm
+    from framekit.judges.litellm import litellm_module
 
     try:
-        info = _litellm.litellm().get_model_info(judge.model)
+        info = litellm_module().get_model_info(judge.model)
     except Exception:  # litellm raises for models it has no entry for
         return DEFAULT_CONTEXT_TOKENS
     return int(info.get("max_input_tokens") or info.get("max_tokens") or DEFAULT_CONTEXT_TOKENS)

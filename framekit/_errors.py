@@ -200,3 +200,15 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
         lowered = {o.lower(): o for o in options}
         close = [lowered[name.lower()]] if name.lower() in lowered else []
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters, as a row's error shows it.
+
+    Examples
+    --------
+    >>> one_line("a  long\\nreason", 8)
+    'a long …'
+    """
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -13,10 +13,9 @@ from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError, MappingError, did_you_mean
+from framekit._errors import InputError, MappingError, did_you_mean, one_line
 from framekit._frames import clean_text
 from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, FIELDS, canonical_fields
-from framekit.judges.structured import one_line
 
 MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
 

@@ -83,7 +83,7 @@ def _judge(args: argparse.Namespace) -> Any:
         if given:
             print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
         return "local" if model else None
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
 
     api_key = None
     if args.api_key_env:

@@ -20,11 +20,11 @@ from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
 from framekit._result_columns import result_columns as _contract_columns
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
-from framekit.engine.planner import Job, ProgressFn, RecordResult, run_jobs
+from framekit.engine.planner import Job, LimiterFor, ProgressFn, RecordResult, run_jobs
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
@@ -124,6 +124,7 @@ async def evaluate_with_stats(
     details: bool = False,
     overwrite: bool = False,
     stats: RunStats | None = None,
+    limiter_for: LimiterFor | None = None,
 ) -> tuple[Any, RunStats]:
     """One run: the scored frame and *this* run's statistics, together.
 
@@ -131,7 +132,8 @@ async def evaluate_with_stats(
     blocks, the demo) calls this and takes the statistics from here: ``fk.last_run()`` is
     the process's latest run, another thread's as likely as this one's, and only the
     public edges set it. ``stats`` (default: new) is filled in place, so that a caller
-    still has the counts of a run that was interrupted.
+    still has the counts of a run that was interrupted. ``limiter_for`` hands a judge's
+    calls a limiter shared beyond this process (``framekit.ray``'s).
     """
     started = time.perf_counter()
     evs = check_evaluators(evaluators)
@@ -176,6 +178,7 @@ async def evaluate_with_stats(
             stats,
             bar.report if bar else hook,
             show_embedding_progress=show,
+            limiter_for=limiter_for,
         )
     except asyncio.CancelledError:
         stats.elapsed_s = time.perf_counter() - started

@@ -6,6 +6,7 @@ expired, and direct chat calls (which a batch run must not make).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,10 +21,10 @@ import polars as pl
 import pytest
 
 import framekit as fk
-import framekit.judges.batch as batch_clients
 from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
+from framekit.judges.providers import PROVIDERS
 from framekit.testing import JudgeSimulator, SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame
 from tests.helpers import score_retrieval as score
@@ -46,7 +47,8 @@ def openai_is(monkeypatch: pytest.MonkeyPatch) -> Callable[[JudgeSimulator], Non
     def point(sim: JudgeSimulator) -> None:
         for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setitem(batch_clients._DEFAULT_BASE, "openai", sim.api_base)
+        openai = dataclasses.replace(PROVIDERS["openai"], public_base=sim.api_base)
+        monkeypatch.setitem(PROVIDERS, "openai", openai)
 
     return point
 

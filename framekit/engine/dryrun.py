@@ -32,9 +32,8 @@ from framekit.engine.embeddings import embedding_key
 from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
 from framekit.engine.planner import Job, plan_chats, prepare_records
 from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike
 from framekit.judges.batch import list_priced
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.pricing import cost
 

@@ -12,10 +12,8 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge, JudgeLike, resolve_judge
 from framekit.judges.local import LocalJudge
-from framekit.judges.resolve import resolve_judge
 
 
 def check_evaluators(evaluators: Any) -> list[Evaluator]:

@@ -17,20 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from framekit._errors import JudgeError, RecordError
+from framekit._errors import JudgeError, RecordError, one_line
 from framekit._score import Score
 from framekit._secrets import redact, registered
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.embeddings import EmbeddingBackend, embed_texts
 from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator, Verdict
-from framekit.judges.base import ChatRequest, JudgeLike
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge, JudgeLike, resolve_judge
 from framekit.judges.local import LocalJudge
-from framekit.judges.resolve import resolve_judge
-from framekit.judges.structured import one_line
+from framekit.judges.request import ChatRequest
 
 
 @dataclass(slots=True)
@@ -64,6 +63,8 @@ class Job:
 
 
 ProgressFn = Callable[[int, str], None]  # (rows, "done" | "cached" | "failed")
+#: The limiter a judge's calls are paced by (``None``: a limiter of its own limits).
+LimiterFor = Callable[[Judge], "Limiter | None"]
 
 
 def _chat_prefix(evaluator: Evaluator, judge: Judge) -> bytes:
@@ -262,11 +263,14 @@ async def run_jobs(
     stats: RunStats,
     progress: ProgressFn | None = None,
     show_embedding_progress: bool = False,
+    limiter_for: LimiterFor | None = None,
 ) -> None:
     """Fill ``job.results`` for every job."""
     report = progress or (lambda n, kind: None)
     prepared = prepare_records(jobs, report)
-    answers = await _chat_stage(jobs, prepared, cache, stats, report, show_embedding_progress)
+    answers = await _chat_stage(
+        jobs, prepared, cache, stats, report, show_embedding_progress, limiter_for
+    )
     await _embedding_stage(jobs, prepared, answers, cache, stats, show_embedding_progress)
     for job in jobs:
         for i in range(len(job.results)):
@@ -284,6 +288,7 @@ async def _chat_stage(
     stats: RunStats,
     report: ProgressFn,
     show: bool = False,
+    limiter_for: LimiterFor | None = None,
 ) -> dict[Slot, dict[str, Any]]:
     """Ask the LLM judges. A record whose verdict needs nothing more gets it as its answer
     arrives (the answer is not kept); the answers that embeddings must follow are
@@ -315,12 +320,7 @@ async def _chat_stage(
     hits = cache.get_many(plan)
     for key, entry in hits.items():
         stats.cache_hits += 1
-        settle(
-            key,
-            Outcome(
-                entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True
-            ),
-        )
+        settle(key, Outcome.from_entry(entry))
     del hits
     # What is left are the misses, grouped by judge: each sends under its own limits.
     misses: dict[int, tuple[Judge, list[str]]] = {}
@@ -328,13 +328,14 @@ async def _chat_stage(
         misses.setdefault(id(planned.judge), (planned.judge, []))[1].append(key)
     if misses:
         await _ready_embedders(jobs)
+    limiter_of = limiter_for or (lambda judge: None)
     await asyncio.gather(
         *(
             (
-                BatchExecutor(judge, cache, stats, show).run(plan.requests(keys), settle)
-                if getattr(judge, "batch", False)
-                else ChatExecutor(judge, cache, stats).run(plan.requests(keys), settle)
-            )
+                BatchExecutor(judge, cache, stats, show, limiter_of(judge))
+                if judge.batch
+                else ChatExecutor(judge, cache, stats, limiter_of(judge))
+            ).run(plan.requests(keys), settle)
             for judge, keys in misses.values()
         )
     )

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
     from framekit.engine.cache import Cache
     from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.base import ChatRequest, JudgeLike
+    from framekit.judges.judge import JudgeLike
+from framekit.judges.request import ChatRequest
 
 FIELDS = ("input", "output", "context", "history")
 

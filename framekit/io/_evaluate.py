@@ -35,8 +35,7 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.base import JudgeLike
-from framekit.judges.resolve import resolve_judge
+from framekit.judges.judge import JudgeLike, resolve_judge
 
 
 def evaluate_parquet(

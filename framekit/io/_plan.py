@@ -28,7 +28,7 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 
 
 def plan_parquet(

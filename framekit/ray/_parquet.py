@@ -28,7 +28,7 @@ from framekit.engine.cache import Cache
 from framekit.evaluators.base import Evaluator
 from framekit.frame import OnError
 from framekit.io import ParquetJob, ParquetRun, SourceLike, resolve_sources
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 from framekit.ray._dataset import ensure_ray, pool_settings, run_spec
 from framekit.ray._scorer import ROW_COL, SLICE_COL, STATS_COL, SliceScorer
 

@@ -1,8 +1,17 @@
-"""Lazy, offline-safe access to litellm.
+"""framekit's side of litellm: every module that knows litellm is in this package.
 
-``import litellm`` costs seconds and hundreds of MB, and without
-``LITELLM_OFFLINE_MODE`` it fetches a model cost map over the network; so it is imported
-on first use only, with the switch set first.
+- here: lazy, offline-safe access to the ``litellm`` module itself. ``import litellm``
+  costs seconds and hundreds of MB, and without ``LITELLM_OFFLINE_MODE`` it fetches a
+  model cost map over the network; so it is imported on first use only, with the switch
+  set first;
+- ``transport``: the litellm transport (``Judge(transport="litellm")``);
+- ``call``: one ``litellm.acompletion`` call, and the :class:`~framekit.judges.faults.Fault`
+  a failed one comes to (both sides of the transport make it: this process and the
+  worker processes);
+- ``workers``: the worker processes of ``Judge(processes=N)``;
+- ``loops``: one litellm logging worker per event loop;
+- ``model_names`` and ``routes``: which model strings litellm routes, decided offline;
+- ``embeddings``: embeddings from an API model (``AnswerRelevancy(embedding_model=...)``).
 """
 
 from __future__ import annotations
@@ -17,7 +26,7 @@ _lock = threading.Lock()
 _module: ModuleType | None = None
 
 
-def litellm() -> ModuleType:
+def litellm_module() -> ModuleType:
     """The litellm module, imported once with offline mode and telemetry off."""
     global _module
     if _module is None:
@@ -36,7 +45,7 @@ def litellm() -> ModuleType:
                 lm.telemetry = False
                 lm.suppress_debug_info = True
                 lm.drop_params = False
-                from framekit.judges._litellm_loops import one_worker_per_loop
+                from framekit.judges.litellm.loops import one_worker_per_loop
 
                 one_worker_per_loop(lm)
                 _module = lm

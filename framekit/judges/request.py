@@ -1,25 +1,74 @@
-"""Structured answers: ask for JSON, and read it back tolerantly.
+"""A structured judge request: what is asked, in which mode, and how the reply is read.
 
-Three modes, tried in order per judge: a JSON-schema ``response_format``; a forced tool
-call when the endpoint rejects that; a plain instruction with tolerant parsing last. The
-tolerant reading (:func:`parse_answer`) applies to every mode's reply: endpoints that
-ignore ``response_format`` wrap the JSON in prose too.
+An evaluator asks for one JSON answer object (:class:`ChatRequest`). Three modes ask for
+it, tried in order per run: a JSON-schema ``response_format``; a forced tool call when
+the endpoint rejects that; a plain instruction last (:func:`build_call_kwargs`,
+:class:`Modes`). Every mode's reply is read the same tolerant way (:func:`parse_answer`),
+since endpoints that ignore ``response_format`` wrap the JSON in prose too; a reply that
+is not the answer asked for is re-asked twice, then recorded as the row's error
+(:func:`read_reply`). The chat executor and the batch executor both read replies here,
+so a reply means the same whichever way it came.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
-from framekit._errors import ParseFailure
-from framekit.judges.base import ChatRequest
+from framekit import _secrets
+from framekit._errors import ParseFailure, one_line
+
+Mode = Literal["json_schema", "tool", "prompt"]
+
+#: The structured-output mode to try when an endpoint rejects one (``None``: none left).
+NEXT_MODE: dict[str, Mode | None] = {"json_schema": "tool", "tool": "prompt", "prompt": None}
+#: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
+MAX_REASKS = 2
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One structured judge request built by an evaluator for one record.
+
+    ``schema`` is the JSON schema of the answer object. ``label_field`` and ``choices``
+    name the property that must hold one of the rubric's labels: an answer outside them
+    is re-asked, then recorded as that row's error.
+    """
+
+    messages: list[dict[str, Any]]
+    schema_name: str
+    schema: dict[str, Any]
+    label_field: str | None = "label"
+    choices: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Modes:
+    """The structured-output mode of one run: it falls back (json_schema -> tool ->
+    prompt) when the endpoint rejects one, for the rest of the run, without touching the
+    user's judge. Shared by every worker of the run, and by a batch's direct follow-up."""
+
+    def __init__(self, first: Mode = "json_schema") -> None:
+        self.current: Mode = first
+
+    def rejected(self, sent: str) -> bool:
+        """The endpoint rejected ``sent``: use the next mode (unless another worker has
+        already moved on). ``False`` when no mode is left to try."""
+        fallback = NEXT_MODE[sent]
+        if fallback is None:
+            return False
+        if self.current == sent:
+            self.current = fallback
+        return True
 
 
 def build_call_kwargs(
     request: ChatRequest, messages: list[dict[str, Any]], mode: str
 ) -> dict[str, Any]:
-    """litellm keyword arguments asking for ``request.schema`` in ``mode``."""
+    """Chat-completion keyword arguments asking for ``request.schema`` in ``mode``."""
     if mode == "json_schema":
         return {
             "messages": messages,
@@ -54,13 +103,52 @@ def build_call_kwargs(
     return {"messages": [*messages, {"role": "user", "content": instruction}]}
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What one reply came to: the answer, the turns that ask again, or the row's error."""
+
+    answer: dict[str, Any] | None = None
+    reask: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+
+def read_reply(
+    text: str | None,
+    refusal: str | None,
+    request: ChatRequest,
+    reasks: int,
+    secrets: Sequence[str],
+) -> Reading:
+    """Read one reply to ``request`` after ``reasks`` re-asks so far.
+
+    The text is redacted first (an endpoint may echo credentials into its answer, which
+    must reach neither the cache nor the output nor a re-ask). An unreadable answer or an
+    out-of-rubric label is re-asked (the reply and a correction, to be appended to the
+    conversation) up to :data:`MAX_REASKS` times; a refusal never is.
+    """
+    text = _secrets.redact(text, secrets) if text else text
+    refusal = _secrets.redact(refusal, secrets) if refusal else None
+    try:
+        return Reading(answer=parse_answer(text, refusal, request))
+    except ParseFailure as failure:
+        if failure.kind != "refusal" and reasks < MAX_REASKS:
+            return Reading(
+                reask=[
+                    {"role": "assistant", "content": text or ""},
+                    {"role": "user", "content": reask_message(failure, request)},
+                ]
+            )
+        suffix = f" (after {reasks} re-asks)" if reasks else ""
+        return Reading(error=_secrets.redact(str(failure) + suffix, secrets))
+
+
 _DECODER = json.JSONDecoder()
 #: Openings that fail to parse before the scan gives up (bounds the work on a huge reply).
 _MAX_FAILED_STARTS = 64
 
 
 def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) -> dict[str, Any]:
-    """Read the answer object out of a reply, or raise :class:`ParseFailure`.
+    """Read the answer object out of a reply, or raise :class:`~framekit._errors.ParseFailure`.
 
     A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
     ``` fences, several objects) the reply's complete top-level objects are read in
@@ -188,9 +276,3 @@ def _finite(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_finite(v) for v in value]
     return value
-
-
-def one_line(text: str, limit: int) -> str:
-    """Collapse whitespace and cut to ``limit`` characters."""
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

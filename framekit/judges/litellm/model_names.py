@@ -7,7 +7,7 @@ by its provider prefix (``openai/...``), by a model name its price map knows
 checks the same three when the judge is built, without importing litellm (seconds) and
 without a network:
 
-- the prefixes and the hosts from the copy in :mod:`framekit.judges._litellm_routes`
+- the prefixes and the hosts from the copy in :mod:`framekit.judges.litellm.routes`
   (litellm keeps both lists in its code);
 - bare names from the price map file the installed litellm ships and itself reads in
   offline mode (read as data, about 50 ms, only for a name without a prefix), with its
@@ -16,7 +16,7 @@ without a network:
 The check must never refuse a string litellm would route, so a prefix or host missing
 from the copy is refused only when the installed litellm is not newer than the copy;
 with a newer one, litellm's own answer at the first call stops the run
-(:mod:`framekit.judges.litellm_faults`), with the same message.
+(:mod:`framekit.judges.litellm.call`), with the same message.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from framekit.judges._litellm_routes import ENDPOINT_HOSTS, LITELLM_VERSION, PROVIDERS
+from framekit.judges.litellm.routes import ENDPOINT_HOSTS, LITELLM_VERSION, PROVIDERS
 
 #: Bare names litellm's code routes besides its price map (litellm 1.110,
 #: ``get_llm_provider``): fine-tuned OpenAI models, image models, Replicate's versioned

@@ -5,7 +5,7 @@ own objects, pricing it, logging objects), so one Python process tops out near 2
 a second however many calls are in flight. Against a fast endpoint that, not the
 endpoint, is the limit. With ``processes=N`` the calls are made by N worker processes;
 the calling process keeps everything else: pacing, retries, re-asks, parsing and the
-cache. A worker is a fresh interpreter (``python -m framekit.judges.workers``), so a
+cache. A worker is a fresh interpreter (``python -m framekit.judges.litellm.workers``), so a
 user's script or notebook is never re-imported, and it exits when its stdin closes, so
 it cannot outlive its parent, even one killed with SIGKILL.
 
@@ -36,6 +36,7 @@ from collections import deque
 from pathlib import Path
 from typing import IO, Any
 
+from framekit import _secrets
 from framekit._errors import FaultRaised, JudgeError
 
 _HEADER = struct.Struct(">I")
@@ -79,10 +80,10 @@ class _Worker:
         self._outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
         env = dict(os.environ)
         # The package this process runs, even when it is only on sys.path (a checkout).
-        root = str(Path(__file__).resolve().parents[2])
+        root = str(Path(__file__).resolve().parents[3])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "framekit.judges.workers"],
+            [sys.executable, "-m", "framekit.judges.litellm.workers"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -166,12 +167,10 @@ class _Worker:
         self._fail_pending()
 
     def _relay_stderr(self) -> None:
-        from framekit.judges.faults import redact
-
         stderr = self.process.stderr
         assert stderr is not None
         for raw in stderr:
-            line = redact(raw.decode("utf-8", "replace"), self.secrets)
+            line = _secrets.redact(raw.decode("utf-8", "replace"), self.secrets)
             self.stderr_tail.append(line.rstrip())
             with contextlib.suppress(Exception):
                 sys.stderr.write(line)
@@ -278,11 +277,10 @@ def _serve() -> None:
     sys.stdout = sys.stderr
 
     from framekit._aio import bounded
-    from framekit.judges import _litellm
-    from framekit.judges.litellm_call import call_litellm
-    from framekit.judges.litellm_faults import classify
+    from framekit.judges.litellm import litellm_module
+    from framekit.judges.litellm.call import call_litellm, classify
 
-    _litellm.litellm()
+    litellm_module()
     # Everything imported so far lives as long as the worker: keep the collector from
     # scanning it again and again (a full pass over litellm's objects stalls ~0.2 s).
     gc.collect()
