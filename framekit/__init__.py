@@ -14,11 +14,12 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from framekit import _score
+from framekit._version import __version__
 
 _EXPORTS = {
-    "evaluate_dataframe": "framekit.frame",
-    "aevaluate_dataframe": "framekit.frame",
+    "evaluate_dataframe": "framekit.evaluate",
+    "aevaluate_dataframe": "framekit.evaluate",
     "EvaluationFailed": "framekit._errors",
     "evaluate_parquet": "framekit.io",
     "evaluate_sql": "framekit.io",
@@ -75,10 +76,21 @@ if TYPE_CHECKING:
     from framekit.analysis.gate import gate
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
-    from framekit.frame import aevaluate_dataframe, evaluate_dataframe
+    from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe
     from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
+
+
+async def _score_record(evaluator: Any, fields: Any, *, judge: Any, cache: Any) -> Any:
+    """``Evaluator.score``'s way to the engine: the entry layer's scorer of one record,
+    imported when first used (this package may import downward; the evaluators may not)."""
+    from framekit.evaluate import ascore_record
+
+    return await ascore_record(evaluator, fields, judge=judge, cache=cache)
+
+
+_score.install_record_scorer(_score_record)
 
 
 def __getattr__(name: str) -> Any:

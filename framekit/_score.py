@@ -1,11 +1,34 @@
-"""The result of one evaluator on one record."""
+"""The result of one evaluator on one record, the pass rule, and who scores a record.
+
+``Evaluator.score`` (a public convenience for one record) runs the engine, which sits
+above the evaluators: the evaluator must not import it. It calls the *record scorer*
+installed here instead, a function the package installs when it is imported (the root
+``framekit/__init__.py``, the one module that knows every layer, may import downward),
+which scores the record through the entry layer (:func:`framekit.evaluate.ascore_record`).
+Every import points down, and nothing is looked up by name.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 Direction = Literal["maximize", "minimize"]
+
+
+def passes(value: Any, threshold: float, direction: Direction) -> Any:
+    """The pass rule: ``value >= threshold`` (``<=`` when minimizing), for one score or a
+    whole column (a polars Series or expression: null stays null).
+
+    Examples
+    --------
+    >>> passes(0.75, 0.5, "maximize"), passes(0.75, 0.5, "minimize")
+    (True, False)
+    """
+    if direction == "minimize":
+        return value <= threshold
+    return value >= threshold
 
 
 @dataclass(frozen=True)
@@ -41,9 +64,7 @@ class Score:
         """``value >= threshold`` (``<=`` when minimizing); ``None`` when there is no value."""
         if self.value is None:
             return None
-        if self.direction == "minimize":
-            return self.value <= self.threshold
-        return self.value >= self.threshold
+        return bool(passes(self.value, self.threshold, self.direction))
 
     @property
     def score(self) -> float | None:
@@ -54,3 +75,26 @@ class Score:
     def reasoning(self) -> str | None:
         """Alias of :attr:`explanation` (Fiddler's name for it); read-only."""
         return self.explanation
+
+
+class RecordScorer(Protocol):
+    """Scores one record of an evaluator, as ``Evaluator.ascore`` asks."""
+
+    def __call__(
+        self, evaluator: Any, fields: Mapping[str, Any], *, judge: Any, cache: Any
+    ) -> Awaitable[Score]: ...
+
+
+_scorer: list[RecordScorer] = []
+
+
+def install_record_scorer(scorer: RecordScorer) -> None:
+    """Make ``scorer`` the one ``Evaluator.score`` calls (done once, by the package)."""
+    _scorer[:] = [scorer]
+
+
+def record_scorer() -> RecordScorer:
+    """The installed record scorer."""
+    if not _scorer:  # pragma: no cover - the package installs it when imported
+        raise RuntimeError("framekit's record scorer is not installed: import framekit")
+    return _scorer[0]

@@ -121,8 +121,8 @@ class _SharedOptions:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
+    from framekit.evaluate import ALL_FAILED
     from framekit.evaluators.registry import evaluators_by_names
-    from framekit.frame import ALL_FAILED
 
     if args.traces is not None:
         return _cli_traces.run_traces(args, _SharedOptions)

@@ -91,7 +91,7 @@ def run_demo(
     from framekit.analysis import format_table, report
     from framekit.data import load_sample
     from framekit.engine.stats import record_last
-    from framekit.frame import evaluate_with_stats
+    from framekit.evaluate import evaluate_with_stats
     from framekit.io import write_parquet
 
     started = time.perf_counter()

@@ -201,7 +201,7 @@ class ChatExecutor:
         seed: int | None = None,
     ):
         self.judge = judge
-        self.limits = judge.limits
+        self.limits, self.max_tokens = judge.limits, judge.decoding.max_tokens
         self.cache = cache
         self.stats = stats
         self.limiter: Limiter = limiter or RateLimiter(judge.rpm, judge.tpm, seed=seed)
@@ -273,7 +273,7 @@ class ChatExecutor:
         assert self._transport is not None, "run() opens the judge first"
         progress = _Progress(list(request.messages), time.perf_counter())
         while True:
-            estimate = estimate_tokens(progress.messages, self.judge.max_tokens)
+            estimate = estimate_tokens(progress.messages, self.max_tokens)
             await self.limiter.acquire(estimate)
             mode = self.modes.current
             self.stats.requests_sent += 1

@@ -63,7 +63,7 @@ def build_record(
     failed_rows: int | None = None,
 ) -> dict[str, Any]:
     """The run record of a run (see :mod:`framekit._provenance`); JSON-ready, no secrets."""
-    from framekit import __version__
+    from framekit._version import __version__
 
     judge_entries: list[dict[str, Any]] = []
     for ev, judge in zip(evaluators, judges, strict=True):

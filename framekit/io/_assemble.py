@@ -14,9 +14,9 @@ from typing import Any
 
 import polars as pl
 
-from framekit._mapping import MappingValue
+from framekit.engine.prepare import MappingValue
+from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
-from framekit.frame import evaluate_with_stats
 from framekit.io._parts import _Parts
 
 ASSEMBLY_BATCH_ROWS = 16_384  # rows read at a time when the destination is written

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from framekit._errors import BatchPending
-from framekit.frame import evaluate_with_stats
+from framekit.evaluate import evaluate_with_stats
 
 
 async def submit_all_slices(

@@ -1,6 +1,6 @@
 """The entry points: ``evaluate_parquet``, ``aevaluate_parquet`` and ``evaluate_sql``.
 
-Each slice of the sources is scored by :func:`framekit.frame.evaluate_with_stats` and its
+Each slice of the sources is scored by :func:`framekit.evaluate.evaluate_with_stats` and its
 result columns saved as a part; a re-run with the same manifest skips the finished
 slices. When every slice is done, the input columns and the parts are written to the
 destination in one atomic step.
@@ -19,11 +19,11 @@ import polars as pl
 
 from framekit._aio import run_sync
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.prepare import MappingValue
+from framekit.evaluate import OnError, evaluate_with_stats
 from framekit.evaluators.base import Evaluator
-from framekit.frame import OnError, evaluate_with_stats
 from framekit.io._assemble import _write_empty
 from framekit.io._batch import submit_all_slices
 from framekit.io._duckdb import _is_duckdb_relation, _materialised, run_sql

@@ -18,14 +18,13 @@ from typing import Any
 import polars as pl
 
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
-from framekit._mapping import MappingValue
 from framekit._provenance import to_metadata
 from framekit.engine.cache import Cache
-from framekit.engine.jobs import JudgeResolver, check_evaluators
+from framekit.engine.prepare import MappingValue
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluators.base import Evaluator
-from framekit.frame import warn_if_all_failed
+from framekit.evaluate import warn_if_all_failed
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
@@ -33,6 +32,7 @@ from framekit.io._parts import _MANIFEST_FORMAT, _Parts
 from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _RowBar
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
+from framekit.judges.judge import JudgeResolver
 
 
 class ParquetJob:
@@ -146,7 +146,7 @@ class ParquetJob:
         resolver = JudgeResolver(judge)
         record = build_record(
             self.evaluators,
-            [resolver(ev) for ev in self.evaluators],
+            [resolver(ev.judge) for ev in self.evaluators],
             self.mapping,
             self.run.stats,
             source=source or source_label(self.files),

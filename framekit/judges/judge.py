@@ -31,6 +31,15 @@ JudgeLike = Union["Judge", "LocalJudge", str]
 
 #: Where the default judge's model string is read (``judge=None``).
 ENV_JUDGE = "FRAMEKIT_JUDGE"
+#: Context window assumed for a model litellm does not know (tokens).
+DEFAULT_CONTEXT_TOKENS = 128_000
+#: Characters per token when turning a window into a character budget. English runs at
+#: about 4; 3 leaves room for code, numbers and other scripts.
+CHARS_PER_TOKEN = 3
+#: Tokens kept for the template, instructions and answer schema around the fields.
+PROMPT_RESERVE_TOKENS = 1_000
+#: The smallest budget, however small the window: a judge needs something to read.
+_MIN_BUDGET = 1_000
 #: Keyword arguments framekit sets on every call itself.
 _OWNED_KWARGS = frozenset({"messages", "stream", "num_retries", "response_format", "tools",
                            "tool_choice", "n"})  # fmt: skip
@@ -298,6 +307,33 @@ class Judge:
             requires_key=self._transport.requires_key,
         )
 
+    def context_tokens(self) -> int:
+        """The model's context window in tokens: :attr:`context_window` if set, else what
+        litellm knows of the model (imports litellm), else :data:`DEFAULT_CONTEXT_TOKENS`."""
+        if self.context_window:
+            return int(self.context_window)
+        from framekit.judges.litellm import litellm_module
+
+        try:
+            info = litellm_module().get_model_info(self.model)
+        except Exception:  # litellm raises for models it has no entry for
+            return DEFAULT_CONTEXT_TOKENS
+        known = info.get("max_input_tokens") or info.get("max_tokens")
+        return int(known or DEFAULT_CONTEXT_TOKENS)
+
+    def char_budget(self) -> int:
+        """Characters of field text one prompt may carry: the window, less the answer and
+        the template around the fields, at :data:`CHARS_PER_TOKEN` characters a token.
+
+        Examples
+        --------
+        >>> judge = Judge("openai/my-model", max_tokens=1000, context_window=8_000)
+        >>> judge.char_budget()
+        18000
+        """
+        spare = self.context_tokens() - self.max_tokens - PROMPT_RESERVE_TOKENS
+        return max(_MIN_BUDGET, spare * CHARS_PER_TOKEN)
+
     def cache_identity(self) -> dict[str, Any]:
         """What about this judge decides an answer: model and decoding parameters, and
         the endpoint without credentials (two self-hosted servers may both serve
@@ -454,3 +490,21 @@ def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
     if isinstance(judge, (Judge, LocalJudge)):
         return judge
     raise JudgeSpecError(f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}")
+
+
+class JudgeResolver:
+    """The judge of each evaluator of a run (its own ``judge=``, else the run's), resolved
+    once per distinct spec, so evaluators sharing a judge share its limits and worker
+    processes."""
+
+    def __init__(self, default: JudgeLike | None) -> None:
+        self.default = default
+        self.judges: dict[Any, Judge | LocalJudge] = {}
+
+    def __call__(self, own: JudgeLike | None) -> Judge | LocalJudge:
+        """The judge of an evaluator whose own ``judge=`` is ``own``."""
+        spec = own if own is not None else self.default
+        key = spec if isinstance(spec, str) or spec is None else id(spec)
+        if key not in self.judges:
+            self.judges[key] = resolve_judge(spec)
+        return self.judges[key]

@@ -9,10 +9,9 @@ import ray
 import ray.data
 
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
 from framekit.engine.cache import Cache, default_cache_dir
-from framekit.engine.jobs import check_evaluators
-from framekit.evaluators.base import Evaluator
+from framekit.engine.prepare import MappingValue
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.judge import Judge, JudgeLike, resolve_judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.providers import FRAMEKIT_KEY_VAR

@@ -23,10 +23,10 @@ import ray
 import ray.data
 
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
 from framekit.engine.cache import Cache
+from framekit.engine.prepare import MappingValue
+from framekit.evaluate import OnError
 from framekit.evaluators.base import Evaluator
-from framekit.frame import OnError
 from framekit.io import ParquetJob, ParquetRun, SourceLike, resolve_sources
 from framekit.judges.judge import JudgeLike
 from framekit.ray._dataset import ensure_ray, pool_settings, run_spec

@@ -79,6 +79,9 @@ class RemoteEmbeddings:
         """Strings redacted from every error message (the endpoint's credentials)."""
         return list(self.endpoint.secrets())
 
+    async def prepare(self) -> None:
+        """Nothing to load: the model is behind the endpoint."""
+
     def classify(self, exc: BaseException) -> Fault:
         """What a failed embedding call means (retry or not): litellm's verdict."""
         return classify(exc, self.secrets)

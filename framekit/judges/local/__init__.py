@@ -68,6 +68,10 @@ class LocalJudge:
         # onnxruntime releases the GIL, so a worker thread keeps the event loop free.
         return await asyncio.to_thread(self.embedder.embed, texts)
 
+    def classify(self, exc: BaseException) -> None:
+        """A failure on the CPU is no call that may pass on a retry: never retried."""
+        return None
+
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.model_id}
 

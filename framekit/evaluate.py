@@ -1,4 +1,12 @@
-"""``evaluate_dataframe``: score the rows of a table and append typed result columns."""
+"""``evaluate_dataframe``: score the rows of a table and append typed result columns.
+
+The entry layer of a run: a frame in (:mod:`framekit._frames`), its rows prepared per
+evaluator (:mod:`framekit.engine.prepare`), settled by the engine
+(:func:`framekit.engine.planner.run`), and their results appended as the typed columns of
+the contract (:mod:`framekit._result_columns`), in the kind of frame that came in. Also
+one record scored the same way (:func:`ascore_record`), which ``Evaluator.score`` reaches
+through the runner the package installs (see :mod:`framekit._score`).
+"""
 
 from __future__ import annotations
 
@@ -12,19 +20,18 @@ from typing import Any, Literal
 import polars as pl
 
 from framekit._aio import note_interrupted, run_sync
-from framekit._budget import fit_to_context
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
-from framekit._mapping import MappingValue, resolve_mapping
 from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
 from framekit._result_columns import result_columns as _contract_columns
+from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
-from framekit.engine.planner import Job, LimiterFor, ProgressFn, RecordResult, run_jobs
+from framekit.engine.planner import LimiterFor, run
+from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluators.base import Evaluator
-from framekit.judges.judge import JudgeLike
+from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.judges.judge import JudgeLike, JudgeResolver, resolve_judge
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
@@ -36,40 +43,38 @@ def result_columns(evaluators: Sequence[Evaluator], details: bool = False) -> li
     return _contract_columns(evaluators, details)
 
 
-def _build_columns(
-    ev: Evaluator,
-    results: list[RecordResult],
-    inverse: list[int],
-    details: bool,
-    notes: dict[int, str] | None = None,
-) -> list[pl.Series]:
-    take = pl.Series("idx", inverse, dtype=pl.UInt32)
+def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
+    """One evaluator's result columns: each record's result, given to every row behind it."""
+    ev, records = share.evaluator, share.records
+    take = pl.Series("idx", share.inverse, dtype=pl.UInt32)
 
     def col(kind: str, values: list[Any]) -> pl.Series:
         dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS[kind]
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
-    scores = [r.value for r in results]
-    explanations = [r.explanation for r in results]
-    for i, note in (notes or {}).items():
-        if results[i].value is not None:
-            explanations[i] = f"{explanations[i]} {note}" if explanations[i] else note
+    score = col("score", [r.value for r in records])
     out = [
-        col("score", scores),
-        col("label", [r.label for r in results]),
-        col("explanation", explanations),
+        score,
+        col("label", [r.label for r in records]),
+        col("explanation", [_explained(r.explanation, r.note, r.value) for r in records]),
+        passes(score, ev.threshold, ev.direction).alias(f"{ev.name}_passed"),
+        col("error", [r.error for r in records]),
     ]
-    passed = out[0] >= ev.threshold if ev.direction == "maximize" else out[0] <= ev.threshold
-    out.append(passed.alias(f"{ev.name}_passed"))
-    out.append(col("error", [r.error for r in results]))
     if details:
         out += [
-            col("tokens", [r.tokens for r in results]),
-            col("cost_usd", [r.cost_usd for r in results]),
-            col("cached", [r.cached for r in results]),
-            col("latency_s", [r.latency_s for r in results]),
+            col("tokens", [r.tokens for r in records]),
+            col("cost_usd", [r.cost_usd for r in records]),
+            col("cached", [r.cached for r in records]),
+            col("latency_s", [r.latency_s for r in records]),
         ]
     return out
+
+
+def _explained(explanation: str | None, note: str | None, value: float | None) -> str | None:
+    """A scored record's explanation, with what was cut to fit the context window."""
+    if note is None or value is None:
+        return explanation
+    return f"{explanation} {note}" if explanation else note
 
 
 async def aevaluate_dataframe(
@@ -147,21 +152,7 @@ async def evaluate_with_stats(
         )
     base = frame.drop(clash) if clash else frame
 
-    needed = {f for ev in evs for f in ev.fields}
-    fields = resolve_mapping(base, mapping, needed)
-    for ev in evs:
-        ev.check_fields(fields.available, base.columns)
-    judge_for = JudgeResolver(judge)
-    jobs, inverses, notes = [], [], []
-    for ev in evs:
-        names = [f for f in ev.fields if f in fields.available]
-        records, inverse, weights = distinct_records(fields.columns, names, base.height)
-        judge_of_ev = judge_for(ev)
-        notes.append(await fit_to_context(records, judge_of_ev))
-        jobs.append(Job(ev, judge_of_ev, records, weights))
-        inverses.append(inverse)
-    del records  # the jobs own them now; the planner drops them once prepared
-
+    prepared = await prepare(base, evs, mapping, JudgeResolver(judge))
     stats = stats if stats is not None else RunStats()
     stats.rows, stats.evaluations = base.height, base.height * len(evs)
     resolved_cache = resolve_cache(cache)
@@ -172,12 +163,12 @@ async def evaluate_with_stats(
     show = progress is True
     bar = _progress_bar(stats.evaluations) if show and stats.evaluations else None
     try:
-        await run_jobs(
-            jobs,
+        await run(
+            prepared,
             resolved_cache,
             stats,
             bar.report if bar else hook,
-            show_embedding_progress=show,
+            show=show,
             limiter_for=limiter_for,
         )
     except asyncio.CancelledError:
@@ -191,20 +182,19 @@ async def evaluate_with_stats(
         # The run stops (a rejected key, an unreachable endpoint, a missing offline
         # model): say what was kept.
         kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
-        raise type(exc)(f"{exc} {kept}".strip()) from None
+        if kept:
+            exc.args = (f"{exc} {kept}",)
+        raise exc from None
     finally:
         if bar is not None:
             bar.close()
-    columns: list[pl.Series] = []
-    for job, inverse, job_notes in zip(jobs, inverses, notes):
-        columns += _build_columns(job.evaluator, job.results, inverse, details, job_notes)
-        _apply_row_errors(columns, job.evaluator, fields.row_errors)
-    appended = pl.DataFrame(columns)  # typed even for an empty frame
+    # Typed even for an empty frame.
+    appended = pl.DataFrame([s for share in prepared for s in _result_series(share, details)])
     result = base.hstack(appended)
     stats.elapsed_s = time.perf_counter() - started
     if stats.failures:
         stats.first_error = _first_failure(result, evs)
-    stats.provenance = build_record(evs, [job.judge for job in jobs], mapping, stats)
+    stats.provenance = build_record(evs, [share.judge for share in prepared], mapping, stats)
     if show:
         print(stats.summary(), file=sys.stderr)
     return from_polars(result, frame_in, appended), stats
@@ -234,21 +224,6 @@ def _kept(cache: Cache, saved: int, always: bool = False) -> str:
         f"{saved} responses received before the stop are saved in the cache at {cache.path}; "
         "run the same call again to resume without paying for them."
     )
-
-
-def _apply_row_errors(
-    columns: list[pl.Series], ev: Evaluator, row_errors: dict[str, dict[int, str]]
-) -> None:
-    """Rows whose mapping callable raised report that error, not a generic null field."""
-    relevant = {i: msg for f in ev.fields for i, msg in row_errors.get(f, {}).items()}
-    if not relevant:
-        return
-    for pos, series in enumerate(columns):
-        if series.name == f"{ev.name}_error":
-            values = series.to_list()
-            for i, msg in relevant.items():
-                values[i] = msg
-            columns[pos] = pl.Series(series.name, values, dtype=pl.String)
 
 
 def _first_failure(result: pl.DataFrame, evs: Sequence[Evaluator]) -> str:
@@ -357,4 +332,36 @@ def evaluate_dataframe(
             details=details,
             overwrite=overwrite,
         )
+    )
+
+
+async def ascore_record(
+    evaluator: Evaluator,
+    fields: Mapping[str, Any],
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+) -> Score:
+    """Score a single record (``Evaluator.score`` / ``ascore``): the same engine as a
+    frame's rows, one record. A record the evaluator cannot evaluate (a null or empty
+    required field) raises its :class:`~framekit._errors.RecordError`, a ``ValueError``;
+    a failed judge call is the returned score's ``error``."""
+    resolved = resolve_judge(judge if judge is not None else evaluator.judge)
+    share = await prepare_one(evaluator, resolved, fields)
+    stats = RunStats(rows=1, evaluations=1)
+    started = time.perf_counter()
+    await run([share], resolve_cache(cache), stats)
+    stats.elapsed_s = time.perf_counter() - started
+    r = share.records[0]
+    verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation)
+    return evaluator.make_score(
+        verdict,
+        error=r.error,
+        metadata={
+            "judge": resolved.model,
+            "template_version": evaluator.version,
+            "tokens": r.tokens,
+            "cost_usd": r.cost_usd,
+            "cached": r.cached,
+        },
     )
