@@ -21,8 +21,8 @@ _EXPORTS = {
     "evaluate_dataframe": "framekit.evaluate",
     "aevaluate_dataframe": "framekit.evaluate",
     "EvaluationFailed": "framekit._errors",
-    "evaluate_parquet": "framekit.io",
-    "evaluate_sql": "framekit.io",
+    "evaluate_parquet": "framekit.parquet",
+    "evaluate_sql": "framekit.parquet",
     "Judge": "framekit.judges.judge",
     "LocalJudge": "framekit.judges.local",
     "Cache": "framekit.engine.cache",
@@ -77,9 +77,9 @@ if TYPE_CHECKING:
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe
-    from framekit.io import evaluate_parquet, evaluate_sql
     from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
+    from framekit.parquet import evaluate_parquet, evaluate_sql
 
 
 async def _score_record(evaluator: Any, fields: Any, *, judge: Any, cache: Any) -> Any:

@@ -123,6 +123,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from framekit import io
     from framekit.evaluate import ALL_FAILED
     from framekit.evaluators.registry import evaluators_by_names
+    from framekit.parquet import evaluate_parquet
 
     if args.traces is not None:
         return _cli_traces.run_traces(args, _SharedOptions)
@@ -171,7 +172,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     with warnings.catch_warnings():
         # The library warns when every evaluation failed; here the exit code says it.
         warnings.filterwarnings("ignore", message=re.escape(ALL_FAILED), category=RuntimeWarning)
-        run = io.evaluate_parquet(
+        run = evaluate_parquet(
             source,
             args.output,
             evaluators,

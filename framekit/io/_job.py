@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
 from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluate import warn_if_all_failed
+from framekit.evaluate import OnError, warn_if_all_failed
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
@@ -32,7 +33,21 @@ from framekit.io._parts import _MANIFEST_FORMAT, _Parts
 from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _RowBar
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
-from framekit.judges.judge import JudgeResolver
+from framekit.judges.judge import JudgeLike, JudgeResolver
+
+
+@dataclass(frozen=True)
+class ParquetOptions:
+    """How a Parquet run scores and writes, whichever engine scores its slices (the
+    keywords of :func:`framekit.evaluate_parquet`)."""
+
+    judge: JudgeLike | None = None
+    cache: Cache | str | bool | None = None
+    on_error: OnError = "record"
+    progress: bool = True
+    details: bool = False
+    overwrite: bool = False
+    slice_rows: int | None = None
 
 
 class ParquetJob:
@@ -49,30 +64,22 @@ class ParquetJob:
         destination: Path,
         evaluators: Evaluator | Sequence[Evaluator],
         mapping: Mapping[str, MappingValue] | None,
-        *,
-        on_error: str,
-        details: bool,
-        overwrite: bool,
-        slice_rows: int | None,
-        progress: bool,
+        options: ParquetOptions,
     ) -> None:
         self.started = time.perf_counter()
         self.evaluators = check_evaluators(evaluators)
-        if on_error not in ("record", "raise"):
-            raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
-        self.files, self.mapping = files, mapping
-        self.on_error, self.details, self.overwrite, self.progress = (
-            on_error,
-            details,
-            overwrite,
-            progress,
-        )
+        if options.on_error not in ("record", "raise"):
+            raise InputError(f"on_error must be 'record' or 'raise', got {options.on_error!r}")
+        self.files, self.mapping, self.options = files, mapping, options
+        self.details, self.overwrite = options.details, options.overwrite
         self.dest = destination.absolute()
         _check_destination(self.dest, files)
         self.schema = _schema_of(files)
         #: Input columns replaced by result columns (``overwrite=True``).
-        self.clash = validate_inputs(self.schema, self.evaluators, mapping, overwrite, details)
-        self.slices = plan_slices(_row_groups(files), slice_rows)
+        self.clash = validate_inputs(
+            self.schema, self.evaluators, mapping, self.overwrite, self.details
+        )
+        self.slices = plan_slices(_row_groups(files), options.slice_rows)
         # At least one column, or a slice would have no height.
         self.columns = (
             needed_columns(self.schema, mapping, self.evaluators) or list(self.schema)[:1]
@@ -115,7 +122,7 @@ class ParquetJob:
         total = sum(n for _, n in self.slices)
         skipped = sum(self.slices[i][1] for i in done)
         self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
-        if self.progress and total:
+        if self.options.progress and total:
             self._bar = _RowBar(total, skipped, len(self.evaluators))
         return done
 
@@ -209,9 +216,9 @@ class ParquetJob:
         run.failed_rows = _failed_rows(self.dest, self.evaluators)
         run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - self.started
         record_last(run.stats)
-        if self.progress:
+        if self.options.progress:
             print(run.summary(), file=sys.stderr)
-        if self.on_error == "record":
+        if self.options.on_error == "record":
             warn_if_all_failed(run.stats)
         elif run.failed_rows:
             raise EvaluationFailed(
