@@ -14,7 +14,7 @@ MODULES = [
     "framekit.analysis.calibrate",
     "framekit.analysis._outcome",
     "framekit.analysis.gate",
-    "framekit.cli_gate",
+    "framekit.cli.gate",
     "framekit.judges.local.coherence",
 ]
 

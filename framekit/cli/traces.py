@@ -1,8 +1,4 @@
-"""The trace parts of the ``framekit`` command: ``evaluate --traces`` and ``export-annotations``.
-
-Kept apart from :mod:`framekit.cli` (which wires them in with a few lines) so that each
-concept stays in one short module.
-"""
+"""Span exports in the ``framekit`` command: ``evaluate --traces`` and ``export-annotations``."""
 
 from __future__ import annotations
 
@@ -13,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from framekit._errors import InputError
+from framekit.cli.options import cache_of, evaluators_of, judge_of, mapping_of
 
 _EXPORT_EXAMPLES = """\
 examples:
@@ -38,12 +35,9 @@ def add_trace_arguments(evaluate: argparse.ArgumentParser) -> None:
     )
 
 
-def run_traces(args: argparse.Namespace, resolve: Any) -> int:
-    """``framekit evaluate --traces EXPORT -o OUT``: load, score, write Parquet atomically.
-
-    ``resolve`` is the command line's own reading of the shared options (``evaluators``,
-    ``mapping``, ``judge``, ``cache``), handed in so both commands read them one way.
-    """
+def run_traces(args: argparse.Namespace) -> int:
+    """``framekit evaluate --traces EXPORT -o OUT``: load, score, write Parquet atomically,
+    reading the shared options as ``framekit evaluate`` does."""
     import framekit as fk
 
     if args.input or args.sql is not None:
@@ -52,7 +46,7 @@ def run_traces(args: argparse.Namespace, resolve: Any) -> int:
         raise InputError("give the destination with -o OUT")
     if args.dry_run:
         raise InputError("--dry-run plans Parquet inputs; it does not take --traces yet")
-    evaluators = resolve.evaluators(args.evaluators or [])
+    evaluators = evaluators_of(args.evaluators or [])
     try:
         table = fk.traces.load(args.traces, level=args.level)
     except FileNotFoundError as exc:
@@ -61,9 +55,9 @@ def run_traces(args: argparse.Namespace, resolve: Any) -> int:
     scored = fk.evaluate_dataframe(
         table,
         evaluators,
-        resolve.mapping(args.map),
-        judge=resolve.judge(args),
-        cache=resolve.cache(args),
+        mapping_of(args.map),
+        judge=judge_of(args),
+        cache=cache_of(args),
         progress=not args.quiet,
         details=args.details,
     )
@@ -80,7 +74,7 @@ def run_traces(args: argparse.Namespace, resolve: Any) -> int:
     return 0
 
 
-def add_export_command(sub: Any) -> None:
+def add_parser(sub: Any) -> None:
     """The ``export-annotations`` subcommand."""
     ex = sub.add_parser(
         "export-annotations",
