@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from framekit import _provenance
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
@@ -28,7 +29,6 @@ from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
-from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
 from framekit.judges.judge import JudgeLike, JudgeResolver, resolve_judge
@@ -194,7 +194,7 @@ async def evaluate_with_stats(
     stats.elapsed_s = time.perf_counter() - started
     if stats.failures:
         stats.first_error = _first_failure(result, evs)
-    stats.provenance = build_record(evs, [share.judge for share in prepared], mapping, stats)
+    stats.provenance = _provenance.build(evs, [share.judge for share in prepared], mapping, stats)
     if show:
         print(stats.summary(), file=sys.stderr)
     return from_polars(result, frame_in, appended), stats

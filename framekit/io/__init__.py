@@ -40,14 +40,14 @@ Where each part lives:
 
 # Besides __all__, every name framekit.io had without a leading underscore stays here
 # (framekit.cli, framekit.engine.dryrun and the tests use the source and slicing helpers).
-from framekit.io._assemble import ASSEMBLY_BATCH_ROWS, OUTPUT_ROW_GROUP_ROWS
+from framekit._provenance import read as read_provenance
+from framekit.io._assemble import ASSEMBLY_BATCH_ROWS, OUTPUT_ROW_GROUP_ROWS, write_parquet
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import register, run_sql
 from framekit.io._evaluate import run_parquet
 from framekit.io._fingerprint import run_fingerprint
 from framekit.io._job import ParquetJob, ParquetOptions
 from framekit.io._plan import plan_parquet
-from framekit.io._provenance import read_provenance, write_parquet
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     MAX_SLICE_BYTES,

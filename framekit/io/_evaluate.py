@@ -16,6 +16,7 @@ from typing import Any
 
 import polars as pl
 
+from framekit._provenance import source_label
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import resolve_cache
 from framekit.engine.prepare import MappingValue
@@ -25,7 +26,6 @@ from framekit.io._assemble import _write_empty
 from framekit.io._batch import submit_all_slices
 from framekit.io._duckdb import _is_duckdb_relation, _materialised
 from framekit.io._job import ParquetJob, ParquetOptions
-from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     SourceLike,

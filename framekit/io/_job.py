@@ -18,11 +18,10 @@ from typing import Any
 
 import polars as pl
 
+from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
-from framekit._provenance import to_metadata
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
-from framekit.engine.provenance import build_record
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluate import OnError, warn_if_all_failed
 from framekit.evaluators.base import Evaluator, check_evaluators
@@ -30,7 +29,6 @@ from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
-from framekit.io._provenance import source_label
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _RowBar
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
 from framekit.judges.judge import JudgeLike, JudgeResolver
@@ -151,15 +149,15 @@ class ParquetJob:
         assert self.run is not None, "open() first"
         self._close_bar()
         resolver = JudgeResolver(judge)
-        record = build_record(
+        record = _provenance.build(
             self.evaluators,
             [resolver(ev.judge) for ev in self.evaluators],
             self.mapping,
             self.run.stats,
-            source=source or source_label(self.files),
+            source=source or _provenance.source_label(self.files),
         )
         self.run.stats.provenance = record
-        return to_metadata(record)
+        return _provenance.to_metadata(record)
 
     @property
     def kept_columns(self) -> list[str]:
