@@ -23,6 +23,7 @@ from framekit import _provenance
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
+from framekit._progress import EvaluationBar
 from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
 from framekit._result_columns import result_columns as _contract_columns
 from framekit._score import Score, passes
@@ -161,7 +162,7 @@ async def evaluate_with_stats(
     # slice): it is told of each finished evaluation, and no bar or summary is printed.
     hook = progress if callable(progress) else None
     show = progress is True
-    bar = _progress_bar(stats.evaluations) if show and stats.evaluations else None
+    bar = EvaluationBar(stats.evaluations) if show and stats.evaluations else None
     try:
         await run(
             prepared,
@@ -233,29 +234,6 @@ def _first_failure(result: pl.DataFrame, evs: Sequence[Evaluator]) -> str:
         if idx is not None and errors[idx] is not None:
             return f"row {idx}, {ev.name}: {errors[idx]}"
     return "unknown"
-
-
-class _progress_bar:
-    """tqdm.auto over evaluations, with done / cached / failed counts."""
-
-    def __init__(self, total: int) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(total=total, desc="framekit", unit="eval", dynamic_ncols=True)
-        self.counts = {"done": 0, "cached": 0, "failed": 0}
-        self._last = 0.0
-
-    def report(self, n: int, kind: str) -> None:
-        self.counts[kind] += n
-        self.bar.update(n)
-        now = time.monotonic()
-        if now - self._last > 0.2:
-            self._last = now
-            self.bar.set_postfix(self.counts, refresh=False)
-
-    def close(self) -> None:
-        self.bar.set_postfix(self.counts, refresh=False)
-        self.bar.close()
 
 
 def evaluate_dataframe(

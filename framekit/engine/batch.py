@@ -27,6 +27,7 @@ from typing import Any
 
 from framekit import _secrets
 from framekit._errors import BatchPending, FaultRaised, JudgeError
+from framekit._progress import BatchBar
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
 from framekit.engine.executor import ChatExecutor, Outcome
@@ -97,7 +98,7 @@ class BatchExecutor:
         self.resumed: set[str] = set()
         self._shape_memo: dict[tuple[Any, ...], ChatRequest] = {}
         self._on_done: Callable[[str, Outcome], None] = lambda key, outcome: None
-        self._bar: _StatusBar | None = None
+        self._bar: BatchBar | None = None
 
     # -- the run -----------------------------------------------------------------------
     async def run(
@@ -505,7 +506,7 @@ class BatchExecutor:
         if not self.show:
             return
         if self._bar is None:
-            self._bar = _StatusBar()
+            self._bar = BatchBar()
         assert m.batch_id is not None
         self._bar.update(m.batch_id, status)
 
@@ -536,28 +537,3 @@ async def _results(client: BatchClient, status: BatchStatus) -> AsyncIterator[An
 def _transient(failed: FaultRaised) -> bool:
     """Whether asking the batch API again may help (429, 5xx, a dropped connection)."""
     return failed.fault.kind in ("transient", "rate_limited")
-
-
-class _StatusBar:
-    """A second progress line: each batch's provider state and counts, elapsed time."""
-
-    def __init__(self) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(
-            total=0, desc="batch", unit="req", position=1, leave=False, dynamic_ncols=True
-        )
-        self.states: dict[str, BatchStatus] = {}
-
-    def update(self, batch_id: str, status: BatchStatus) -> None:
-        self.states[batch_id] = status
-        total = sum(s.total for s in self.states.values())
-        done = sum(s.completed + s.failed for s in self.states.values())
-        failed = sum(s.failed for s in self.states.values())
-        words = sorted({s.state.replace("_", " ") for s in self.states.values()})
-        self.bar.total = total
-        self.bar.n = done
-        self.bar.set_postfix_str(f"{'/'.join(words)}; {done - failed} completed, {failed} failed")
-
-    def close(self) -> None:
-        self.bar.close()

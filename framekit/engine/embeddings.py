@@ -17,6 +17,7 @@ from typing import Protocol
 
 import numpy as np
 
+from framekit import _progress
 from framekit._errors import (
     JudgeAuthenticationError,
     JudgeConfigurationError,
@@ -79,9 +80,7 @@ async def embed_texts(
         return vectors
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(misses), desc="embedding", unit="text", leave=False)
+        bar = _progress.bar(len(misses), "embedding", "text", leave=False)
     # Long texts last: batches of similar length pad less.
     misses.sort(key=len)
     try:
