@@ -48,12 +48,14 @@ _EXPORTS = {
     "MissingDependency": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
-# Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
-_MOVED = {"report": "framekit.analysis.report"}
+# Submodules that moved: ``fk.report`` (and ``from framekit import report``), the old
+# home of summarize and compare, is the analysis package that holds them now.
+_MOVED = {"report": "framekit.analysis"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
+    from framekit import analysis as report
     from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         BatchPending,
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
         RunInterrupted,
     )
     from framekit._score import Score
-    from framekit.analysis import compare, report, summarize, write_html_report
+    from framekit.analysis import compare, summarize, write_html_report
     from framekit.analysis.agreement import agreement
     from framekit.analysis.calibrate import calibrate
     from framekit.analysis.gate import gate

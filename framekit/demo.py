@@ -158,9 +158,9 @@ def _next_steps(scored_path: Path) -> str:
 
 def _explain_failures(scored: pl.DataFrame, evaluators: list[Evaluator], say: Any) -> None:
     """Name the most common error, so a broken setup is not mistaken for bad scores."""
-    from framekit.analysis import report
+    from framekit.analysis import failures
 
-    errors = report.failures(scored, evaluators=[ev.name for ev in evaluators])
+    errors = failures(scored, evaluators=[ev.name for ev in evaluators])
     if errors.height:
         top = errors.row(0, named=True)
         say(

@@ -154,7 +154,7 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
     [
         "framekit._result_columns",
         "framekit.analysis._table",
-        "framekit.analysis._html",
+        "framekit.analysis.report",
         "framekit.evaluators.registry",
     ],
 )

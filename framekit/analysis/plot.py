@@ -18,8 +18,9 @@ import numpy as np
 import polars as pl
 
 from framekit._dependencies import import_optional
-from framekit.analysis import _inputs, report
+from framekit.analysis import _inputs
 from framekit.analysis._table import terminal_safe
+from framekit.analysis.summary import summarize
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -183,7 +184,7 @@ def means(
     >>> [t.get_text() for t in means(df, n_resamples=100).axes[0].get_legend().get_texts()]
     ['a', 'b']
     """
-    summary = report.summarize(
+    summary = summarize(
         scored,
         by,
         evaluators=evaluators,

@@ -80,8 +80,8 @@ def read_scored(
     """
     from framekit import _provenance, io
     from framekit import _result_columns as contract
-    from framekit.analysis._html_rows import context_columns
     from framekit.analysis._inputs import READ_KINDS
+    from framekit.analysis._report_rows import context_columns
     from framekit.io._sources import _schema_of
 
     files = io.resolve_sources(path)
@@ -127,7 +127,7 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"\nby {args.by}:\n")
         print(analysis.format_table(analysis.summarize(frame, by=args.by, evaluators=evaluators)))
     if args.html:
-        from framekit.analysis._html import MAX_GROUPS, too_few_groups
+        from framekit.analysis.report import MAX_GROUPS, too_few_groups
 
         groups = frame.get_column(args.by).n_unique() if args.by else 0
         single = too_few_groups(frame, args.by) if args.by else None
