@@ -145,11 +145,8 @@ def _local_judge_for_this_worker(judge: LocalJudge) -> LocalJudge:
     every core of the machine, and N workers on one machine would fight over them."""
     import ray
 
-    from framekit.judges.local.embedder import LocalEmbedder
-
-    if judge._embedder is None:
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
-        judge = LocalJudge(LocalEmbedder(threads=max(1, round(cpus))))
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    judge = judge.with_threads(max(1, round(cpus)))
     _ = judge.embedder
     return judge
 

@@ -333,7 +333,7 @@ class BatchSim:
         else:
             body = line["body"]
         markers = answers.parse_markers(body["messages"])
-        fault = self.app._marker_fault(markers, body)
+        fault = self.app.marker_fault(markers, body)
         created = int(time.time())
         completion = answers.chat_completion(
             body,

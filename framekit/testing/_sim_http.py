@@ -328,7 +328,7 @@ class SimApp:
             )
 
         markers = answers.parse_markers(messages)
-        fault = self._marker_fault(markers, payload)
+        fault = self.marker_fault(markers, payload)
         if fault is None and cfg.any_rate:
             draw = self.rng.random()
             for name, field in _RATE_FIELDS:
@@ -368,7 +368,7 @@ class SimApp:
             tokens=(usage["prompt_tokens"], usage["completion_tokens"]),
         )
 
-    def _marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
+    def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")
         if fault is None:
             return None

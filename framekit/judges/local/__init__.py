@@ -51,6 +51,15 @@ class LocalJudge:
             self._embedder = LocalEmbedder.default()
         return self._embedder
 
+    def with_threads(self, threads: int) -> LocalJudge:
+        """This judge with its default model on ``threads`` onnxruntime threads (a judge
+        given an embedder of its own keeps it)."""
+        if self._embedder is not None:
+            return self
+        from framekit.judges.local.embedder import LocalEmbedder
+
+        return LocalJudge(LocalEmbedder(threads=threads))
+
     @property
     def model_id(self) -> str:
         """Model name plus the pinned checksum: part of every embedding cache key."""
