@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from framekit import _score
+from framekit import _record_scorer
 from framekit._version import __version__
 
 _EXPORTS = {
@@ -92,7 +92,7 @@ async def _score_record(evaluator: Any, fields: Any, *, judge: Any, cache: Any) 
     return await ascore_record(evaluator, fields, judge=judge, cache=cache)
 
 
-_score.install_record_scorer(_score_record)
+_record_scorer.install(_score_record)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,18 +1,9 @@
-"""The result of one evaluator on one record, the pass rule, and who scores a record.
-
-``Evaluator.score`` (a public convenience for one record) runs the engine, which sits
-above the evaluators: the evaluator must not import it. It calls the *record scorer*
-installed here instead, a function the package installs when it is imported (the root
-``framekit/__init__.py``, the one module that knows every layer, may import downward),
-which scores the record through the entry layer (:func:`framekit.evaluate.ascore_record`).
-Every import points down, and nothing is looked up by name.
-"""
+"""The result of one evaluator on one record, and the pass rule."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Direction = Literal["maximize", "minimize"]
 
@@ -75,26 +66,3 @@ class Score:
     def reasoning(self) -> str | None:
         """Alias of :attr:`explanation` (Fiddler's name for it); read-only."""
         return self.explanation
-
-
-class RecordScorer(Protocol):
-    """Scores one record of an evaluator, as ``Evaluator.ascore`` asks."""
-
-    def __call__(
-        self, evaluator: Any, fields: Mapping[str, Any], *, judge: Any, cache: Any
-    ) -> Awaitable[Score]: ...
-
-
-_scorer: list[RecordScorer] = []
-
-
-def install_record_scorer(scorer: RecordScorer) -> None:
-    """Make ``scorer`` the one ``Evaluator.score`` calls (done once, by the package)."""
-    _scorer[:] = [scorer]
-
-
-def record_scorer() -> RecordScorer:
-    """The installed record scorer."""
-    if not _scorer:  # pragma: no cover - the package installs it when imported
-        raise RuntimeError("framekit's record scorer is not installed: import framekit")
-    return _scorer[0]

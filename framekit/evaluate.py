@@ -5,7 +5,7 @@ evaluator (:mod:`framekit.engine.prepare`), settled by the engine
 (:func:`framekit.engine.planner.run`), and their results appended as the typed columns of
 the contract (:mod:`framekit._result_columns`), in the kind of frame that came in. Also
 one record scored the same way (:func:`ascore_record`), which ``Evaluator.score`` reaches
-through the runner the package installs (see :mod:`framekit._score`).
+through the scorer the package installs (see :mod:`framekit._record_scorer`).
 """
 
 from __future__ import annotations

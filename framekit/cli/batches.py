@@ -20,12 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from framekit._errors import InputError, JudgeError
+from framekit.cli.options import command
 from framekit.engine.batch_manifest import printable
 
 
 def add_parser(sub: Any) -> None:
     """Add ``batches`` (and ``batches cancel ID``) to the ``framekit`` subcommands."""
-    bat = sub.add_parser(
+    from framekit.judges.providers import FRAMEKIT_BASE_VAR
+
+    bat = command(
+        sub,
         "batches",
         help="list provider batches submitted by --batch runs, or cancel one",
         description="List the provider batches recorded in the cache (state, request "
@@ -39,7 +43,7 @@ def add_parser(sub: Any) -> None:
     bat.add_argument(
         "--api-base",
         metavar="URL",
-        default=os.environ.get("FRAMEKIT_API_BASE") or None,
+        default=os.environ.get(FRAMEKIT_BASE_VAR) or None,
         help="endpoint the batches were sent to (default: $FRAMEKIT_API_BASE, else the "
         "provider's own); batches recorded for another endpoint are only shown as recorded",
     )

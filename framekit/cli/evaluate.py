@@ -18,6 +18,7 @@ from framekit.cli.options import (
     ENV_HELP,
     builtin_names,
     cache_of,
+    command,
     evaluators_of,
     judge_of,
     mapping_of,
@@ -38,14 +39,14 @@ examples:
 
 def add_parser(sub: Any) -> None:
     """Add ``evaluate`` to the ``framekit`` subcommands."""
-    ev = sub.add_parser(
+    ev = command(
+        sub,
         "evaluate",
         help="score a Parquet file (or a DuckDB query) into a new Parquet file",
         description="Score every row of a Parquet file, glob or DuckDB query, streamed in "
         "slices; the destination gets every input column plus <evaluator>_score, _label, "
         "_explanation, _passed and _error. An interrupted run resumes where it stopped.",
         epilog=EXAMPLES + "\n" + ENV_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ev.add_argument(
         "input",

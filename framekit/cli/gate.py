@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from framekit._errors import InputError
+from framekit.cli.options import command
 
 _EXAMPLES = """\
 examples:
@@ -84,7 +85,8 @@ def _in_flags(text: str) -> str:
 
 def add_parser(sub: Any) -> None:
     """Register ``gate`` on the ``framekit`` subcommand parser."""
-    gate = sub.add_parser(
+    gate = command(
+        sub,
         "gate",
         help="exit 1 when a scored file misses its pass-rate or mean bars (for CI)",
         description="Check a scored Parquet file against bars per evaluator, over all rows: "
@@ -92,7 +94,6 @@ def add_parser(sub: Any) -> None:
         "beyond --max-failures. Exit 0 when every bar is met, 1 when one is missed "
         "(with a table of the checks), 2 on a usage or input error.",
         epilog=_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     gate.add_argument("scored", help="a Parquet file (or glob) written by framekit evaluate")
     bar = {"action": "append", "metavar": "NAME=VALUE"}

@@ -26,7 +26,7 @@ from framekit._errors import (
     RunInterrupted,
 )
 from framekit.cli import batches, evaluate, gate, report, traces
-from framekit.cli.options import ENV_HELP
+from framekit.cli.options import ENV_HELP, command
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     evaluate.add_parser(sub)
     report.add_parsers(sub)
-    demo = sub.add_parser(
+    demo = command(
+        sub,
         "demo",
         help="score the bundled sample offline and write a report",
         description="Score framekit's bundled sample (200 RAG answers, two retrieval "

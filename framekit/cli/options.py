@@ -39,7 +39,9 @@ def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:
 
 def judge_of(args: argparse.Namespace) -> Any:
     """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits."""
-    model = args.judge or os.environ.get("FRAMEKIT_JUDGE", "").strip() or None
+    from framekit.judges.judge import ENV_JUDGE, Judge
+
+    model = args.judge or os.environ.get(ENV_JUDGE, "").strip() or None
     limits = {
         "rpm": args.rpm,
         "tpm": args.tpm,
@@ -52,8 +54,6 @@ def judge_of(args: argparse.Namespace) -> Any:
         if given:
             print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
         return "local" if model else None
-    from framekit.judges.judge import Judge
-
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -98,3 +98,14 @@ def builtin_names() -> list[str]:
     from framekit.evaluators.registry import BUILTIN_EVALUATORS
 
     return list(BUILTIN_EVALUATORS)
+
+
+def command(sub: Any, name: str, *, help: str, description: str, epilog: str | None = None) -> Any:
+    """Declare the subcommand ``name`` of ``framekit`` (its epilog, examples, kept as written)."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from framekit._errors import InputError, did_you_mean
 from framekit._paths import check_writable
+from framekit.cli.options import command
 
 if TYPE_CHECKING:
     import polars as pl
@@ -17,7 +18,8 @@ if TYPE_CHECKING:
 
 def add_parsers(sub: Any) -> None:
     """Add ``report`` and ``compare`` to the ``framekit`` subcommands."""
-    rep = sub.add_parser(
+    rep = command(
+        sub,
         "report",
         help="summarize a scored file",
         description="Per-evaluator summary of a scored Parquet file (mean with bootstrap "
@@ -45,7 +47,8 @@ def add_parsers(sub: Any) -> None:
     )
     rep.set_defaults(handler=run_report)
 
-    cmp = sub.add_parser(
+    cmp = command(
+        sub,
         "compare",
         help="compare groups (strategies, models) evaluator by evaluator",
         description="Differences between the groups of --by for each evaluator, with "

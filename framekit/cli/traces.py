@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from framekit._errors import InputError
-from framekit.cli.options import cache_of, evaluators_of, judge_of, mapping_of
+from framekit.cli.options import cache_of, command, evaluators_of, judge_of, mapping_of
 
 _EXPORT_EXAMPLES = """\
 examples:
@@ -76,7 +76,8 @@ def run_traces(args: argparse.Namespace) -> int:
 
 def add_parser(sub: Any) -> None:
     """The ``export-annotations`` subcommand."""
-    ex = sub.add_parser(
+    ex = command(
+        sub,
         "export-annotations",
         help="send scores of a scored trace table to Phoenix or OpenTelemetry",
         description="Send the scores of a Parquet file written by `framekit evaluate "
@@ -85,7 +86,6 @@ def add_parser(sub: Any) -> None:
         "each span (--otlp: an OTLP/HTTP URL, or a file written as OTLP/JSON). Failed rows "
         "are left out and counted.",
         epilog=_EXPORT_EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     ex.add_argument("scored", help="a Parquet file with span_id and <evaluator>_score columns")
     target = ex.add_mutually_exclusive_group(required=True)

@@ -16,7 +16,8 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, MappingError, RecordError
-from framekit._score import Direction, Score, record_scorer
+from framekit._record_scorer import installed as record_scorer
+from framekit._score import Direction, Score
 
 if TYPE_CHECKING:
     import numpy as np
@@ -224,7 +225,7 @@ class Evaluator(ABC):
     ) -> Score:
         """Score one record; awaitable form of :meth:`score`."""
         # The engine sits above the evaluators: it is reached through the scorer the
-        # package installs (see framekit._score), never imported from here.
+        # package installs (see framekit._record_scorer), never imported from here.
         scorer = record_scorer()
         return await scorer(self, canonical_fields(fields, self.name), judge=judge, cache=cache)
 

@@ -161,7 +161,7 @@ def write_parquet(
     Returns
     -------
     pathlib.Path
-        The path written.
+        ``path``, now holding the frame and its run record.
 
     Examples
     --------

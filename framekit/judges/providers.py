@@ -15,8 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-#: The variable framekit itself reads for a judge's key, before any provider's.
-FRAMEKIT_KEY_VAR = "FRAMEKIT_API_KEY"
+from framekit import _secrets
+
+#: The variable framekit itself reads for a judge's key, before any provider's (named in
+#: the redaction layer, which masks its value whatever its length).
+FRAMEKIT_KEY_VAR = _secrets.FRAMEKIT_KEY_VAR
 #: The variable framekit reads for a judge's endpoint when none is given.
 FRAMEKIT_BASE_VAR = "FRAMEKIT_API_BASE"
 
