@@ -32,7 +32,8 @@ from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
-from framekit.judges.judge import JudgeLike, JudgeResolver, resolve_judge
+from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeResolver, resolve_judge
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.

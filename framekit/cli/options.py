@@ -39,7 +39,8 @@ def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:
 
 def judge_of(args: argparse.Namespace) -> Any:
     """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits."""
-    from framekit.judges.judge import ENV_JUDGE, Judge
+    from framekit.judges.judge import Judge
+    from framekit.judges.resolve import ENV_JUDGE
 
     model = args.judge or os.environ.get(ENV_JUDGE, "").strip() or None
     limits = {

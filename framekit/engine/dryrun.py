@@ -34,9 +34,10 @@ from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import MappingValue, prepare
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
-from framekit.judges.judge import Judge, JudgeLike, JudgeResolver
+from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.pricing import cost
+from framekit.judges.resolve import JudgeResolver
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120

@@ -43,8 +43,9 @@ from framekit.evaluators.base import (
     Verdict,
     canonical_fields,
 )
-from framekit.judges.judge import Judge, JudgeResolver
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.resolve import JudgeResolver
 
 MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
 ProgressFn = Callable[[int, str], None]  # (rows, "done" | "cached" | "failed")

@@ -32,7 +32,7 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.judge import resolve_judge
+from framekit.judges.resolve import resolve_judge
 
 
 async def run_parquet(

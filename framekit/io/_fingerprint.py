@@ -17,7 +17,7 @@ import polars as pl
 from framekit.engine.cache import digest
 from framekit.engine.prepare import MappingValue
 from framekit.evaluators.base import Evaluator
-from framekit.judges.judge import resolve_judge
+from framekit.judges.resolve import resolve_judge
 
 
 def _plain(value: Any) -> Any:

@@ -12,9 +12,10 @@ offline :class:`LocalJudge`.
 
 from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
-from framekit.judges.judge import Judge, JudgeLike, resolve_judge
+from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.request import ChatRequest
+from framekit.judges.resolve import resolve_judge
 from framekit.judges.transport import RawReply, Transport
 
 __all__ = [

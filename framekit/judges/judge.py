@@ -5,20 +5,18 @@ and builds its transport from them: the HTTP transport (:mod:`framekit.judges.ht
 litellm's (:mod:`framekit.judges.litellm`). The transport never holds the judge. The
 retry loop, pacing and caching live in the engine (:mod:`framekit.engine.executor`),
 which sends through the transport :meth:`Judge.open` hands it. :func:`resolve_judge`
-turns the ``judge=`` argument (a model string, ``"local"``, ``None``) into a judge.
 """
 
 from __future__ import annotations
 
 import inspect
 import os
-import sys
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Union
 
 from framekit import _secrets
-from framekit._errors import InputError, JudgeConfigurationError, JudgeSpecError
+from framekit._errors import InputError, JudgeConfigurationError
 from framekit.judges.credentials import Credentials, credential_problem
 from framekit.judges.endpoint import Decoding, Endpoint, Limits, split_kwargs
 from framekit.judges.providers import FRAMEKIT_BASE_VAR
@@ -29,8 +27,6 @@ if TYPE_CHECKING:
 
 JudgeLike = Union["Judge", "LocalJudge", str]
 
-#: Where the default judge's model string is read (``judge=None``).
-ENV_JUDGE = "FRAMEKIT_JUDGE"
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
 #: Characters per token when turning a window into a character budget. English runs at
@@ -459,52 +455,3 @@ def _check_kwargs(kwargs: dict[str, Any], params: list[str]) -> str | None:
                 "(keyword arguments unlike the judge's own go to litellm unchecked)"
             )
     return None
-
-
-_announced = False
-
-
-def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
-    """``None`` -> ``$FRAMEKIT_JUDGE`` or the offline judge (announced once); a model
-    string -> :class:`Judge`; ``"local"`` -> :class:`~framekit.LocalJudge`."""
-    from framekit.judges.local import LocalJudge
-
-    global _announced
-    if judge is None:
-        env = os.environ.get(ENV_JUDGE, "").strip()
-        if env:
-            judge = env
-        else:
-            if not _announced:
-                print(
-                    "framekit: no judge given and FRAMEKIT_JUDGE unset; using the offline "
-                    "local judge (embedding similarity, no API calls)",
-                    file=sys.stderr,
-                )
-                _announced = True
-            return LocalJudge()
-    if isinstance(judge, str):
-        if judge.strip().lower() == "local":
-            return LocalJudge()
-        return Judge(judge)
-    if isinstance(judge, (Judge, LocalJudge)):
-        return judge
-    raise JudgeSpecError(f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}")
-
-
-class JudgeResolver:
-    """The judge of each evaluator of a run (its own ``judge=``, else the run's), resolved
-    once per distinct spec, so evaluators sharing a judge share its limits and worker
-    processes."""
-
-    def __init__(self, default: JudgeLike | None) -> None:
-        self.default = default
-        self.judges: dict[Any, Judge | LocalJudge] = {}
-
-    def __call__(self, own: JudgeLike | None) -> Judge | LocalJudge:
-        """The judge of an evaluator whose own ``judge=`` is ``own``."""
-        spec = own if own is not None else self.default
-        key = spec if isinstance(spec, str) or spec is None else id(spec)
-        if key not in self.judges:
-            self.judges[key] = resolve_judge(spec)
-        return self.judges[key]

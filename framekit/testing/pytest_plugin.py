@@ -60,8 +60,9 @@ def judge_from_env() -> Any:
     """
     import os
 
-    from framekit.judges.judge import ENV_JUDGE, Judge
+    from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
+    from framekit.judges.resolve import ENV_JUDGE
 
     model = os.environ.get(ENV_JUDGE, "").strip()
     if not model or model.lower() == "local":
