@@ -24,8 +24,7 @@ from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
 from framekit._progress import EvaluationBar
-from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS
-from framekit._result_columns import result_columns as _contract_columns
+from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS, result_columns
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.planner import LimiterFor, run
@@ -38,11 +37,6 @@ from framekit.judges.resolve import JudgeResolver, resolve_judge
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
 ALL_FAILED = "framekit: every evaluation of this run failed"
-
-
-def result_columns(evaluators: Sequence[Evaluator], details: bool = False) -> list[str]:
-    """Names of the columns ``evaluate_dataframe`` appends, in order."""
-    return _contract_columns(evaluators, details)
 
 
 def _result_series(share: Prepared, details: bool) -> list[pl.Series]:

@@ -22,10 +22,11 @@ import polars as pl
 import pyarrow as pa
 
 from framekit._errors import InputError
+from framekit._result_columns import result_columns
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats
-from framekit.evaluate import evaluate_with_stats, result_columns
+from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
