@@ -10,14 +10,9 @@ import pytest
 import framekit as fk
 from framekit import InputError
 from framekit.analysis.estimate import MIN_LABELLED, classical_mean, ppi_mean
+from framekit.evaluators import ResponseRelevance
 
-FIVE = {
-    "Not At All": 0.0,
-    "Not Generally": 0.25,
-    "Neutral/Mixed": 0.5,
-    "Generally Yes": 0.75,
-    "Completely Yes": 1.0,
-}
+FIVE = dict(ResponseRelevance().choices)
 
 
 def binary(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -9,14 +9,9 @@ import pytest
 
 import framekit as fk
 from framekit import InputError
+from framekit.evaluators import ResponseRelevance
 
-LEVELS = {
-    "Not At All": 0.0,
-    "Not Generally": 0.25,
-    "Neutral/Mixed": 0.5,
-    "Generally Yes": 0.75,
-    "Completely Yes": 1.0,
-}
+LEVELS = dict(ResponseRelevance().choices)
 
 
 def scored(rows: int = 200, seed: int = 0, confidence: bool = True) -> pl.DataFrame:

@@ -27,6 +27,7 @@ from framekit.testing._sim_logprobs import (  # noqa: E402
     label_distribution,
     noisy_verdict,
 )
+from framekit.testing.simulator import _parse_args  # noqa: E402
 from tests.helpers import MAPPING, batch_judge  # noqa: E402
 
 litellm.suppress_debug_info = True
@@ -251,9 +252,10 @@ def test_noisy_judge_config_survives_the_json_round_trip_of_a_subprocess():
     again = SimulatorConfig(**json.loads(json.dumps(config.to_dict())))
     assert again.noisy_judge("weak") == NoisyJudge(0.75, calibrated=False)
     assert again.noisy_judge("other") is None
-    assert SimulatorConfig(noisy_judges='{"*": {"accuracy": 0.9}}').noisy_judge("x") == NoisyJudge(
-        0.9
-    )
+    from_text = SimulatorConfig(noisy_judges='{"*": {"accuracy": 0.9}}')
+    assert from_text.noisy_judge("x") == NoisyJudge(0.9)
+    _, parsed = _parse_args(["--noisy-judges", '{"weak": {"accuracy": 0.7}}'])
+    assert parsed.noisy_judge("weak") == NoisyJudge(0.7)
     with pytest.raises(ValueError, match="accuracy"):
         SimulatorConfig(noisy_judges={"weak": {"accuracy": 1.5}})
 
