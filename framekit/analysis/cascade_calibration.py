@@ -243,8 +243,7 @@ def _test_in_order(
     risk: float,
     prices: Sequence[float] | None,
 ) -> CascadeCalibration:
-    from scipy.stats import beta, binom
-
+    beta, binom = _scipy_distributions()
     stages, n = agrees.shape
     agreeing = np.take_along_axis(agrees, decided, axis=0).sum(axis=1)
     # P(Binomial(n, target) >= k): the exact p-value of "agreement < target".
@@ -308,6 +307,18 @@ def _test_in_order(
         ),
         **common,
     )
+
+
+def _scipy_distributions() -> tuple[Any, Any]:
+    """scipy's beta and binomial distributions (the exact bound), imported on first use."""
+    try:
+        from scipy.stats import beta, binom
+    except ModuleNotFoundError as exc:  # scipy is the `stats` extra
+        raise ModuleNotFoundError(
+            "cascade calibration needs scipy for its exact binomial bound: "
+            "pip install 'framekit[stats]'"
+        ) from exc
+    return beta, binom
 
 
 def _lists(name: str, values: np.ndarray) -> pl.Series:
