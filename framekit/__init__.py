@@ -35,6 +35,8 @@ _EXPORTS = {
     "agreement": "framekit.analysis.agreement",
     "calibrate": "framekit.analysis.calibrate",
     "gate": "framekit.analysis.gate",
+    "estimate": "framekit.analysis.estimate",
+    "sample_for_review": "framekit.analysis.review",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -75,7 +77,9 @@ if TYPE_CHECKING:
     from framekit.analysis import compare, summarize, write_html_report
     from framekit.analysis.agreement import agreement
     from framekit.analysis.calibrate import calibrate
+    from framekit.analysis.estimate import estimate
     from framekit.analysis.gate import gate
+    from framekit.analysis.review import sample_for_review
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe
