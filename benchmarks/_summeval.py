@@ -89,6 +89,7 @@ def likelihoods(rows: list[dict[str, Any]], scorer: Any) -> tuple[list[Any], dic
         "summaries": len(results),
         "seconds": round(elapsed, 1),
         "summaries_per_s": round(len(results) / elapsed, 3),
+        "seconds_per_summary": round(elapsed / len(results), 3),
         "tokens_evaluated_per_s": round((prompt_tokens + answer_tokens) / elapsed, 1),
         "tokens_scored_per_s": round(answer_tokens / elapsed, 1),
         "threads": scorer.threads,

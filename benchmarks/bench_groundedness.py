@@ -9,12 +9,14 @@ Usage::
 On the SummEval dev half (50 articles x 16 summaries; each summary a response, its
 article the one document, for Coherence the summarisation request), it scores:
 
-* the offline judge without the extra, through ``fk.evaluate_dataframe(judge="local")``:
+* the offline judge on its embedding proxies, through ``fk.evaluate_dataframe`` with
+  ``fk.LocalJudge(likelihood=False)`` (what ``judge="local"`` runs without the extra):
   Groundedness's sentence-to-document similarity proxy and Coherence's focus/repetition
   proxy;
-* with ``framekit[lm]``, through the evaluators' likelihood hooks: the mean token
-  log-probability of each summary given its article (SmolLM2-135M-Instruct), as the raw
-  measure and as each evaluator's fitted score;
+* with ``framekit[lm]``, through the evaluators' likelihood hooks (the functions the
+  engine's likelihood stage calls; ``tests/test_offline_likelihood.py`` checks that the
+  engine's scores equal them): the mean token log-probability of each summary given its
+  article (SmolLM2-135M-Instruct), as the raw measure and as each evaluator's fitted score;
 
 and reports the Spearman correlation of each with the expert consistency and coherence
 ratings, pooled over the 800 summaries and within each article (the summary-level figure
@@ -89,7 +91,7 @@ def without_extra(rows: list[dict[str, Any]], cache: Path) -> dict[str, Any]:
         frame,
         [Groundedness(), Coherence()],
         {"output": "summary", "context": "article"},
-        judge="local",
+        judge=fk.LocalJudge(likelihood=False),
         cache=cache,
         progress=False,
     )
@@ -97,6 +99,7 @@ def without_extra(rows: list[dict[str, Any]], cache: Path) -> dict[str, Any]:
     out: dict[str, Any] = {
         "seconds": round(elapsed, 1),
         "summaries_per_s": round(len(rows) / elapsed, 2),
+        "seconds_per_summary": round(elapsed / len(rows), 4),
     }
     for name in ("groundedness", "coherence"):
         out[name] = against_experts(scored[f"{name}_score"].to_numpy(), rows)

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit.evaluators.registry import available_evaluators
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 
 if TYPE_CHECKING:
     import polars as pl
@@ -57,6 +57,7 @@ def run_demo(
     cache: Cache | str | bool | None = None,
     evaluators: list[Evaluator] | None = None,
     echo: bool = True,
+    likelihood: bool = False,
 ) -> DemoResult:
     """Score the bundled sample and write ``scored.parquet`` and charts to ``out_dir``.
 
@@ -73,6 +74,10 @@ def run_demo(
         embeds its questions offline, even with an LLM judge).
     echo
         Print progress, the summaries and the paths written.
+    likelihood
+        On the offline judge, read Groundedness, ContextRecall and Coherence with the
+        ``lm`` extra's likelihood scorer (``framekit demo --lm``): minutes instead of
+        seconds, so the demo leaves it out by default and says how to turn it on.
 
     Returns
     -------
@@ -92,7 +97,7 @@ def run_demo(
     from framekit.analysis import format_table, report
     from framekit.data import load_sample
     from framekit.engine.stats import record_last
-    from framekit.frame import evaluate_with_stats
+    from framekit.evaluate import evaluate_with_stats
     from framekit.io import write_parquet
 
     started = time.perf_counter()
@@ -103,6 +108,7 @@ def run_demo(
         evaluators, missing = available_evaluators()
     if missing:
         say(f"framekit demo: not in this version, skipped: {', '.join(missing)}", file=sys.stderr)
+    judge = _demo_judge(judge, likelihood)
     sample = load_sample()
     say(
         f"framekit demo: scoring {sample.height} sample answers with "
@@ -158,30 +164,52 @@ def _next_steps(scored_path: Path) -> str:
     )
 
 
+def _demo_judge(judge: JudgeLike | None, likelihood: bool) -> JudgeLike:
+    """The run's judge: the offline judge the demo picks (``None``, ``"local"``) reads
+    likelihoods only when asked; a judge object given is used as it is."""
+    from framekit.judges.local import LocalJudge
+    from framekit.judges.resolve import resolve_judge
+
+    resolved = resolve_judge(judge)
+    if isinstance(resolved, LocalJudge) and not isinstance(judge, LocalJudge):
+        return LocalJudge(likelihood=likelihood)
+    return resolved
+
+
 def _offline_note(stats: Any, evaluators: list[Evaluator]) -> str:
     """How the offline judge measured "is it supported?", and what the lm extra adds."""
-    from framekit.evaluators._offline_support import calibration, uses_likelihood
-    from framekit.judges.local.likelihood import INSTALL_COMMAND
+    from framekit._dependencies import install_command
+    from framekit.evaluators._offline_support import calibration
+    from framekit.judges.local.likelihood import likelihood_available, uses_likelihood
 
-    judges = (stats.provenance or {}).get("judges") or []
-    names = [ev.name for ev in evaluators if uses_likelihood(ev)]
-    if not names or not any(j.get("kind") == "local" for j in judges):
+    record = stats.provenance or {}
+    offline = {e["name"]: str(e.get("method") or "") for e in record.get("evaluators") or []}
+    names = [ev.name for ev in evaluators if uses_likelihood(ev) and offline.get(ev.name)]
+    if not names:
         return ""
+    if all(offline[n].startswith("likelihood") for n in names):
+        return f"\noffline: {', '.join(names)} read by the likelihood scorer (lm extra)"
     fits = calibration()
     proxy = fits["groundedness"]["similarity"]["figure"]
     lm = fits["groundedness"].get("likelihood", {}).get("figure")
     figures = f" (SummEval consistency Spearman {lm:.2f} vs {proxy:.2f})" if lm else ""
+    how = (
+        "installed here: `framekit demo --lm` uses it (about 1 text/s), and so does "
+        "judge='local' in your own runs"
+        if likelihood_available()
+        else install_command("lm")
+    )
     return (
-        f"\noffline: {', '.join(names)} ran on embedding-similarity proxies. The likelihood "
-        f"scorer of the lm extra agrees better with expert ratings{figures}: {INSTALL_COMMAND}"
+        f"\noffline: {', '.join(names)} ran on embedding proxies. The likelihood scorer of "
+        f"the lm extra agrees better with expert ratings{figures}: {how}"
     )
 
 
 def _explain_failures(scored: pl.DataFrame, evaluators: list[Evaluator], say: Any) -> None:
     """Name the most common error, so a broken setup is not mistaken for bad scores."""
-    from framekit.analysis import report
+    from framekit.analysis import failures
 
-    errors = report.failures(scored, evaluators=[ev.name for ev in evaluators])
+    errors = failures(scored, evaluators=[ev.name for ev in evaluators])
     if errors.height:
         top = errors.row(0, named=True)
         say(

