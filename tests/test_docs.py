@@ -15,7 +15,6 @@ import pytest
 
 import framekit as fk
 from framekit.testing import SimulatorProcess
-
 from tests.doc_examples import ROOT, Block, make_sandbox, manual_pages, python_blocks, run_blocks
 
 PAGES = [p for p in manual_pages() if python_blocks(p)]
