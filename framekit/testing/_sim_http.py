@@ -8,7 +8,7 @@ only frames bytes. Everything runs on one event loop, so the state needs no lock
 other threads reach it through ``loop.call_soon_threadsafe`` (see ``simulator.py``).
 
 Order of checks for an API request: parse -> record -> API key (401) -> storm ->
-rpm bucket (429) -> [chat only: reject_response_format (400) -> marker fault ->
+rpm bucket (429) -> [chat only: reject_response_format, reject_logprobs (400) -> marker fault ->
 random fault] -> latency -> reply.
 """
 
@@ -334,6 +334,11 @@ class SimApp:
             return Reply(
                 400, error_body(400, message, param="response_format"), delay=self._latency()
             )
+
+        if cfg.reject_logprobs and payload.get("logprobs"):
+            self._fault("logprobs")
+            message = "logprobs are not supported with this model."
+            return Reply(400, error_body(400, message, param="logprobs"), delay=self._latency())
 
         markers = answers.parse_markers(messages)
         fault = self.marker_fault(markers, payload)
