@@ -15,6 +15,7 @@ import pytest
 
 import framekit as fk
 from framekit._errors import InputError
+from framekit.engine.dryrun import plan_requests
 from framekit.engine.executor import Outcome
 from framekit.engine.sampling import vote
 from framekit.evaluators import ResponseRelevance, RetrievalRelevance
@@ -269,3 +270,25 @@ def test_key_scan_of_a_run_with_logprobs_finds_nothing(
                 seen.append(path.read_bytes().decode("latin-1"))
     for text in seen:
         assert API_KEY not in text and API_KEY[-8:] not in text
+
+
+def test_samples_that_disagree_are_put_to_a_vote_whose_share_is_the_confidence(
+    simulator_factory, tmp_path
+):
+    # At temperature > 0 this simulator draws each answer's label from its distribution
+    # (relevant 0.55, irrelevant 0.45), as a sampling model would.
+    sim = simulator_factory(sample_at_temperature=True)
+    judge = sim_judge(sim, samples=7, temperature=1.0, concurrency=1)
+    plan = plan_requests([marked([0.55])], [RetrievalRelevance()], MAPPING, judge=judge,
+                            cache=tmp_path)  # fmt: skip
+    assert plan.requests == 7  # the dry run counts every sample
+    out, _ = scored(marked([0.55]), judge, tmp_path)
+    assert sim.stats()["chat"] == 7
+    with diskcache.Cache(str(tmp_path)) as store:
+        samples = [store[k]["answer"]["label"] for k in store if ":sample" in str(k)]
+    assert len(samples) == 7 and len(set(samples)) == 2  # it did disagree with itself
+    majority = max(set(samples), key=samples.count)
+    assert out["retrieval_relevance_label"][0] == majority
+    assert out["retrieval_relevance_confidence"][0] == pytest.approx(samples.count(majority) / 7)
+    assert plan_requests([marked([0.55])], [RetrievalRelevance()], MAPPING, judge=judge,
+                            cache=tmp_path).requests == 0  # fmt: skip

@@ -164,6 +164,16 @@ class SimApp:
         elif reply.mode != "drop":
             self.abandoned += 1
 
+    def _sampling_draw(self, payload: dict[str, Any]) -> float | None:
+        """A uniform draw that samples the label, for a request at temperature > 0 when
+        ``sample_at_temperature`` is set (seeded: a run's draws repeat after reset)."""
+        if not self.config.sample_at_temperature:
+            return None
+        temperature = payload.get("temperature")
+        if not isinstance(temperature, (int, float)) or temperature <= 0:
+            return None
+        return self.rng.random()
+
     def _fault(self, name: str) -> None:
         self.faults[name] = self.faults.get(name, 0) + 1
 
@@ -371,6 +381,7 @@ class SimApp:
             int(time.time()),
             template=cfg.reply_template,
             noisy=cfg.noisy_judge(payload.get("model")),
+            draw=self._sampling_draw(payload),
         )
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
