@@ -75,12 +75,15 @@ def _judge(judge: Any) -> dict[str, Any]:
     return entry
 
 
-def _evaluator(ev: Any, judge: Any) -> dict[str, Any]:
+def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:
     entry = {
         "name": ev.name,
         "template": ev.cache_namespace(),
         "threshold": ev.threshold,
         "direction": ev.direction,
+        "scoring": getattr(ev, "scoring", "label"),
+        # Where the row confidences came from and how many rows have one.
+        "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
     }
     # The offline judge says what scored it: an embedding proxy or the likelihood scorer.
     method = getattr(judge, "method", None)
@@ -130,7 +133,7 @@ def build(
         "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": source,
         "judges": judge_entries,
-        "evaluators": [_evaluator(ev, judge) for ev, judge in zip(evaluators, judges)],
+        "evaluators": [_evaluator(ev, judge, stats) for ev, judge in zip(evaluators, judges)],
         "mapping": _mapping(mapping),
         # Which transports the calls went through ("http", "litellm"), where recorded.
         "transports": list(getattr(stats, "transports", None) or []),
@@ -141,6 +144,20 @@ def build(
     plain = json.loads(json.dumps(record, default=str))
     redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)
     return redacted
+
+
+def _confidence_text(evaluator: Mapping[str, Any]) -> str:
+    """``; confidence by logprobs (98 of 100 rows), expected scores`` for a header."""
+    conf = evaluator.get("confidence") or {}
+    text = ""
+    if conf.get("method"):
+        text = (
+            f"; confidence by {conf['method']} ({conf.get('rows_with_confidence')} of "
+            f"{conf.get('scored_rows')} rows)"
+        )
+    if evaluator.get("scoring") == "expected":
+        text += f"; expected scores ({conf.get('rows_scored_by_label', '?')} rows by label)"
+    return text
 
 
 def source_label(source: Any) -> str:
@@ -210,6 +227,7 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
                 "evaluator",
                 f"{ev.get('name')}: {ev.get('template')}, threshold {ev.get('threshold')}"
                 f" ({ev.get('direction')})"
+                + _confidence_text(ev)
                 + (f", scored by {ev['method']}" if ev.get("method") else ""),
             )
         )

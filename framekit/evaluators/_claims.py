@@ -135,7 +135,7 @@ def claims_verdict(
             1.0,
             no_claims_label,
             f"The {subject} makes no factual claim: nothing in it can be unsupported.",
-            details,
+            details=details,
         )
     value = supported / len(claims)
     lines = [
@@ -149,4 +149,4 @@ def claims_verdict(
         else:
             why = f" ({one_line(c['evidence'], 160)})" if c["evidence"] else ""
             lines.append(f"- unsupported: {c['claim']}{why}")
-    return Verdict(value, band_label(value, bands), "\n".join(lines), details)
+    return Verdict(value, band_label(value, bands), "\n".join(lines), details=details)

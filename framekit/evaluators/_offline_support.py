@@ -138,7 +138,7 @@ def similarity_verdict(
         f"{_quote(weakest['claim'])}"
     )
     details = {"method": "similarity proxy", "measure": round(measure, 4), "claims": per}
-    return Verdict(value, label, explanation, details)
+    return Verdict(value, label, explanation, details=details)
 
 
 def _offline_label(ev: ClaimsEvaluator, value: float) -> str:
@@ -185,7 +185,7 @@ def claims_likelihood_verdict(
         + _least_likely(result)
         + _truncation(result)
     )
-    return Verdict(value, label, explanation, details)
+    return Verdict(value, label, explanation, details=details)
 
 
 def coherence_likelihood_input(record: Mapping[str, Any]) -> LikelihoodInput:
@@ -211,7 +211,7 @@ def coherence_likelihood_verdict(ev: RubricEvaluator, result: Likelihood) -> Ver
         f"{fit['figure']:.2f} there; an LLM judge reaches about {LLM_FIGURES['coherence']}); "
         "not an LLM reading." + _least_likely(result) + _truncation(result)
     )
-    return Verdict(ev.choices[label], label, explanation, _likelihood_details(result))
+    return Verdict(ev.choices[label], label, explanation, details=_likelihood_details(result))
 
 
 def _likelihood_details(result: Likelihood) -> dict[str, Any]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from framekit._errors import InputError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from framekit.engine.cache import Cache
     from framekit.engine.embeddings import EmbeddingBackend
     from framekit.judges.judge import JudgeLike
+from framekit.judges.logprobs import expected_score
 from framekit.judges.request import ChatRequest
 
 #: ``reference`` is the text a response or the documents are checked against: the
@@ -34,6 +35,11 @@ from framekit.judges.request import ChatRequest
 #: retrieved document: map that column to ``reference`` and the template runs as
 #: written). It was once an alias of ``context``; one name now means one field.
 FIELDS = ("input", "output", "context", "history", "reference")
+
+#: How a verdict's score is read: the answered label's score, or the probability-weighted
+#: score over the rubric (G-Eval's), when the judge's label probabilities are known.
+Scoring = Literal["label", "expected"]
+SCORINGS = ("label", "expected")
 
 #: Field names other projects use, accepted in ``mapping=`` and ``score(...)``: Fiddler's
 #: ContextRelevance reads ``user_query`` and ``retrieved_documents``; Phoenix's templates
@@ -89,7 +95,8 @@ def pick_judge(
 
 @dataclass(frozen=True)
 class Verdict:
-    """An evaluator's reading of the judge's answer for one record.
+    """An evaluator's reading of the judge's answer for one record; ``confidence`` is the
+    judge's probability of it (``None``: the judge gives none).
 
     ``details`` holds structured findings behind the verdict (Groundedness's claim list),
     JSON-ready; it reaches ``Score.metadata["details"]`` and the ``<name>_details`` column
@@ -99,6 +106,7 @@ class Verdict:
     value: float
     label: str | None
     explanation: str | None
+    confidence: float | None = None
     details: dict[str, Any] | None = None
 
 
@@ -113,6 +121,12 @@ class Evaluator(ABC):
     Subclasses declare ``required_fields`` / ``optional_fields`` and implement the two
     judge paths: :meth:`build_request` + :meth:`verdict` for an LLM judge, and
     :meth:`local_texts` + :meth:`local_verdict` for the offline judge.
+
+    ``scoring="expected"`` scores a row by the judge's probability of each rubric label
+    (sum of p(label) x score(label), as G-Eval does) where the judge reports them (token
+    logprobs, or the agreement of several samples); a row without them keeps its label's
+    score, and the run record counts those rows. The default, ``"label"``, is the
+    answered label's score.
     """
 
     required_fields: ClassVar[tuple[str, ...]] = ()
@@ -132,6 +146,7 @@ class Evaluator(ABC):
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
         direction: Direction | None = None,
+        scoring: Scoring = "label",
         **decoding: Any,
     ) -> None:
         self.name = name or snake_case(type(self).__name__)
@@ -152,6 +167,9 @@ class Evaluator(ABC):
         #: Decoding options for this evaluator's judge (``temperature=``, ``max_tokens=``,
         #: as Phoenix takes them): the run uses a copy of the judge with them set.
         self.judge_options: dict[str, Any] = check_decoding(self.name, decoding)
+        if scoring not in SCORINGS:
+            raise InputError(f"{self.name}: scoring must be 'label' or 'expected', got {scoring!r}")
+        self.scoring: Scoring = scoring
 
     # -- fields ---------------------------------------------------------------------
     @property
@@ -211,6 +229,30 @@ class Evaluator(ABC):
     ) -> Verdict:
         """Read the judge's parsed answer (and any embeddings) into a verdict."""
 
+    def label_scores(self) -> Mapping[str, float]:
+        """Label -> score of the rubric (empty: the evaluator has no labels)."""
+        return {}
+
+    def weigh(self, verdict: Verdict, probabilities: Mapping[str, float] | None) -> Verdict:
+        """``verdict`` with the judge's confidence in it, and with the probability-weighted
+        score when ``scoring="expected"``; unchanged without probabilities of its label.
+
+        Examples
+        --------
+        >>> from framekit.evaluators import RetrievalRelevance
+        >>> ev = RetrievalRelevance(scoring="expected")
+        >>> v = ev.weigh(Verdict(1.0, "relevant", None), {"relevant": 0.8, "irrelevant": 0.2})
+        >>> v.value, v.confidence
+        (0.8, 0.8)
+        """
+        label = verdict.label
+        if not probabilities or label is None or label not in probabilities:
+            return verdict
+        value = verdict.value
+        if self.scoring == "expected":
+            value = expected_score(probabilities, self.label_scores())
+        return replace(verdict, value=value, confidence=float(probabilities[label]))
+
     # -- offline judge path ---------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         """Texts the offline judge must embed for this record."""
@@ -236,6 +278,7 @@ class Evaluator(ABC):
             direction=self.direction,
             metadata=metadata or {},
             error=error,
+            confidence=None if verdict is None else verdict.confidence,
         )
 
     async def ascore(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from framekit._errors import RecordError
 from framekit._score import Direction
 from framekit.evaluators import _messages, _prompt
-from framekit.evaluators.base import Verdict
+from framekit.evaluators.base import Scoring, Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
 from framekit.judges.request import ChatRequest
 
@@ -49,6 +49,7 @@ class ConversationEvaluator(RubricEvaluator):
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
         direction: Direction | None = None,
+        scoring: Scoring = "label",
         **decoding: Any,
     ) -> None:
         super().__init__(
@@ -61,6 +62,7 @@ class ConversationEvaluator(RubricEvaluator):
             llm=llm,
             model=model,
             direction=direction,
+            scoring=scoring,
             **decoding,
         )
         extra = self.spec.extra

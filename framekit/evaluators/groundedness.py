@@ -99,7 +99,7 @@ class ClaimsEvaluator(Evaluator):
             return None
         lowest = min(self.bands, key=lambda label: self.bands[label])
         details = {"method": "no documents", "claims": [], "supported": 0, "total": None}
-        return Verdict(0.0, lowest, NO_DOCUMENTS, details)
+        return Verdict(0.0, lowest, NO_DOCUMENTS, details=details)
 
     # -- LLM judge ----------------------------------------------------------------------
     def answer_schema(self) -> dict[str, Any]:

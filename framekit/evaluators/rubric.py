@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
 from framekit.evaluators import _prompt
-from framekit.evaluators.base import FIELD_ALIASES, FIELDS, Evaluator, Verdict, pick_judge
+from framekit.evaluators.base import (
+    FIELD_ALIASES,
+    FIELDS,
+    Evaluator,
+    Scoring,
+    Verdict,
+    pick_judge,
+)
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest, answer_text
 
@@ -85,6 +92,7 @@ class RubricEvaluator(Evaluator):
         model: JudgeLike | None = None,
         spec: TemplateSpec | None = None,
         direction: Direction | None = None,
+        scoring: Scoring = "label",
         **decoding: Any,
     ) -> None:
         super().__init__(
@@ -94,6 +102,7 @@ class RubricEvaluator(Evaluator):
             llm=llm,
             model=model,
             direction=direction,
+            scoring=scoring,
             **decoding,
         )
         if not include_inputs and self.needs_input_reason:
@@ -198,6 +207,9 @@ class RubricEvaluator(Evaluator):
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
 
+    def label_scores(self) -> Mapping[str, float]:
+        return self.choices
+
     def describe(self) -> str:
         asks = f"\n  asks: {self.spec.description}" if self.spec.description else ""
         return (
@@ -247,6 +259,10 @@ class ClassificationEvaluator(RubricEvaluator):
     include_inputs
         Only ``True``: a custom template already decides what it shows (leave ``{input}``
         out of it instead).
+    scoring
+        ``"label"`` (default): the answered label's score; ``"expected"``: the
+        probability-weighted score over the labels where the judge reports their
+        probabilities (see :class:`~framekit.evaluators.base.Evaluator`).
     **decoding
         ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``, as Phoenix
         forwards them: this evaluator's judge runs with them set (a copy of the judge;
@@ -284,6 +300,7 @@ class ClassificationEvaluator(RubricEvaluator):
         threshold: float | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
+        scoring: Scoring = "label",
         **decoding: Any,
     ) -> None:
         if isinstance(choices, str) and not isinstance(direction, str):
@@ -348,6 +365,7 @@ class ClassificationEvaluator(RubricEvaluator):
             version="custom",
             include_explanation=include_explanation,
             spec=spec,
+            scoring=scoring,
             **decoding,
         )
         #: Whether {{ and }} in the template stand for one brace (f-string templates).
