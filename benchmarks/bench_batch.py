@@ -34,7 +34,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.planner import _chat_prefix, chat_key
 from framekit.engine.stats import RunStats
 from framekit.evaluators import RetrievalRelevance
-from framekit.judges.base import ChatRequest
+from framekit.judges.request import ChatRequest
 
 SLICE = 50_000
 

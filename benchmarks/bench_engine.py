@@ -114,12 +114,11 @@ def one_call_at_a_time(calls: int) -> dict[str, object]:
 
     import aiohttp
 
-    from framekit.judges import _litellm
-    from framekit.judges.base import ChatRequest
-    from framekit.judges.litellm_transport import call_litellm
-    from framekit.judges.structured import build_call_kwargs
+    from framekit.judges.litellm import litellm_module
+    from framekit.judges.litellm.call import call_litellm
+    from framekit.judges.request import ChatRequest, build_call_kwargs
 
-    _litellm.litellm()
+    litellm_module()
     # The shape of a judge call: messages and a JSON-schema answer format.
     schema = {
         "type": "object",

@@ -14,15 +14,16 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from framekit import _record_scorer
+from framekit._version import __version__
 
 _EXPORTS = {
-    "evaluate_dataframe": "framekit.frame",
-    "aevaluate_dataframe": "framekit.frame",
-    "EvaluationFailed": "framekit.frame",
-    "evaluate_parquet": "framekit.io",
-    "evaluate_sql": "framekit.io",
-    "Judge": "framekit.judges.litellm_judge",
+    "evaluate_dataframe": "framekit.evaluate",
+    "aevaluate_dataframe": "framekit.evaluate",
+    "EvaluationFailed": "framekit._errors",
+    "evaluate_parquet": "framekit.parquet",
+    "evaluate_sql": "framekit.parquet",
+    "Judge": "framekit.judges.judge",
     "LocalJudge": "framekit.judges.local",
     "Cache": "framekit.engine.cache",
     "Score": "framekit._score",
@@ -34,6 +35,8 @@ _EXPORTS = {
     "agreement": "framekit.analysis.agreement",
     "calibrate": "framekit.analysis.calibrate",
     "gate": "framekit.analysis.gate",
+    "estimate": "framekit.analysis.estimate",
+    "sample_for_review": "framekit.analysis.review",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -44,17 +47,21 @@ _EXPORTS = {
     "LocalModelError": "framekit._errors",
     "RunInterrupted": "framekit._errors",
     "BatchPending": "framekit._errors",
+    "MissingDependency": "framekit._errors",
 }
 _SUBMODULES = {"plot", "traces", "evaluators", "testing", "data", "io", "report", "ray"}
-# Submodules that moved: ``fk.report`` (and ``from framekit import report``) still work.
-_MOVED = {"report": "framekit.analysis.report"}
+# Submodules that moved: ``fk.report`` (and ``from framekit import report``), the old
+# home of summarize and compare, is the analysis package that holds them now.
+_MOVED = {"report": "framekit.analysis"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 
 if TYPE_CHECKING:
+    from framekit import analysis as report
     from framekit import data, evaluators, io, plot, testing, traces
     from framekit._errors import (
         BatchPending,
+        EvaluationFailed,
         FramekitError,
         InputError,
         JudgeAuthenticationError,
@@ -62,20 +69,34 @@ if TYPE_CHECKING:
         JudgeError,
         LocalModelError,
         MappingError,
+        MissingDependency,
         RecordError,
         RunInterrupted,
     )
     from framekit._score import Score
-    from framekit.analysis import compare, report, summarize, write_html_report
+    from framekit.analysis import compare, summarize, write_html_report
     from framekit.analysis.agreement import agreement
     from framekit.analysis.calibrate import calibrate
+    from framekit.analysis.estimate import estimate
     from framekit.analysis.gate import gate
+    from framekit.analysis.review import sample_for_review
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
-    from framekit.frame import EvaluationFailed, aevaluate_dataframe, evaluate_dataframe
-    from framekit.io import evaluate_parquet, evaluate_sql
-    from framekit.judges.litellm_judge import Judge
+    from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe
+    from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
+    from framekit.parquet import evaluate_parquet, evaluate_sql
+
+
+async def _score_record(evaluator: Any, fields: Any, *, judge: Any, cache: Any) -> Any:
+    """``Evaluator.score``'s way to the engine: the entry layer's scorer of one record,
+    imported when first used (this package may import downward; the evaluators may not)."""
+    from framekit.evaluate import ascore_record
+
+    return await ascore_record(evaluator, fields, judge=judge, cache=cache)
+
+
+_record_scorer.install(_score_record)
 
 
 def __getattr__(name: str) -> Any:

@@ -1,13 +1,44 @@
-"""One exception hierarchy for framekit.
+"""Every exception framekit raises, in one hierarchy with one base.
 
-``FramekitError`` is the single base. Input errors are raised *before* any judge call
-(a bad mapping, an unknown evaluator option); judge errors describe a failed call and are
-normally recorded per row in ``<name>_error`` rather than raised.
+``FramekitError`` is the base. Input errors are raised *before* any judge call (a bad
+mapping, an unknown option, a span export that cannot be read); judge errors describe a
+failed call and are normally recorded per row in ``<name>_error`` rather than raised;
+the rest say how a run ended (interrupted, still waiting for a batch, some rows failed)
+or what it could not do (a missing optional package, a file it could not write, an
+export the receiver refused). Where a class also derives from a built-in exception, it
+is what that error was before framekit had a class of its own, so old ``except``
+clauses still catch it::
+
+    FramekitError
+    ├── InputError (ValueError)              before any judge call
+    │   ├── MappingError                     a missing column or unmapped field
+    │   ├── JudgeSpecError (TypeError)       judge= of the wrong type
+    │   ├── TraceFormatError                 a span export that cannot be read
+    │   │   ├── SpanExportNotFound (FileNotFoundError)
+    │   │   └── GenAIFormatError             a gen_ai.* attribute of the wrong shape
+    │   └── JudgeConfigurationError ──┐      also a JudgeError: every call would fail
+    │       └── LocalModelError (RuntimeError)   the offline model missing or altered
+    ├── JudgeError ◄──────────────────┘      a judge call failed
+    │   ├── JudgeAuthenticationError         HTTP 401/403: the run stops
+    │   ├── FaultRaised                      a failure already classified (a Fault)
+    │   └── ParseFailure                     a reply that is not the requested answer
+    ├── RecordError (ValueError)             one record cannot be evaluated
+    ├── EvaluationFailed                     on_error="raise" and some rows failed
+    ├── BatchPending                         a provider batch goes on after the run
+    ├── RunInterrupted (KeyboardInterrupt)   Ctrl-C; every answer so far is cached
+    ├── MissingDependency (ModuleNotFoundError)   an optional extra is not installed
+    ├── OutputWriteError (OSError)           the results could not be written
+    ├── PhoenixError                         Phoenix refused the annotations
+    └── OTLPExportError                      the OTLP endpoint refused events
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from framekit.judges.faults import Fault
 
 
 class FramekitError(Exception):
@@ -29,6 +60,20 @@ class JudgeSpecError(InputError, TypeError):
     """
 
 
+class TraceFormatError(InputError):
+    """A span export that cannot be read: names the file and what is missing or malformed."""
+
+    __module__ = "framekit.traces"  # its public home, as in tracebacks and the docs
+
+
+class SpanExportNotFound(TraceFormatError, FileNotFoundError):
+    """A named span export does not exist: an input error, and a ``FileNotFoundError``."""
+
+
+class GenAIFormatError(TraceFormatError):
+    """A ``gen_ai.*`` attribute that does not hold what the conventions say it holds."""
+
+
 class RecordError(FramekitError, ValueError):
     """One record cannot be evaluated (a null or empty field); recorded for that row only."""
 
@@ -39,16 +84,6 @@ class JudgeError(FramekitError):
 
 class JudgeAuthenticationError(JudgeError):
     """The endpoint rejected the credentials (HTTP 401/403): the whole run stops."""
-
-
-class BatchPending(FramekitError):
-    """A provider batch goes on after the run returned (``wait=False``, or the judge's
-    ``batch_timeout`` passed). Nothing is lost: run the same call again to collect the
-    answers. ``batch_ids`` names the provider's batches."""
-
-    def __init__(self, message: str, batch_ids: list[str]) -> None:
-        super().__init__(message)
-        self.batch_ids = batch_ids
 
 
 class JudgeConfigurationError(InputError, JudgeError):
@@ -66,19 +101,76 @@ class LocalModelError(JudgeConfigurationError, RuntimeError):
     """
 
 
-class OutputWriteError(FramekitError, OSError):
-    """The finished results could not be written (a full disk, a destination gone):
-    the work itself is kept (the answers in the cache, the finished slices beside the
-    destination) and the message says how to get the output without paying again."""
+class FaultRaised(JudgeError):
+    """A call that failed and was already classified where it was made (a transport, a
+    judge worker process, a batch client): only the verdict, a
+    :class:`~framekit.judges.faults.Fault`, crosses over, never the client's exception."""
+
+    def __init__(self, fault: Fault) -> None:
+        super().__init__(fault.reason)
+        self.fault = fault
+
+
+class ParseFailure(JudgeError):
+    """The reply could not be read as the requested answer; ``kind`` says how
+    (``"refusal"``, ``"null"``, ``"malformed"``, ``"label"``)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class EvaluationFailed(FramekitError):
+    """``on_error="raise"`` and at least one row failed; ``.frame`` holds every result."""
+
+    def __init__(self, message: str, frame: Any) -> None:
+        super().__init__(message)
+        self.frame = frame
+
+
+class BatchPending(FramekitError):
+    """A provider batch goes on after the run returned (``wait=False``, or the judge's
+    ``batch_timeout`` passed). Nothing is lost: run the same call again to collect the
+    answers. ``batch_ids`` names the provider's batches."""
+
+    def __init__(self, message: str, batch_ids: list[str]) -> None:
+        super().__init__(message)
+        self.batch_ids = batch_ids
 
 
 class RunInterrupted(FramekitError, KeyboardInterrupt):
     """The run was interrupted; every response received so far is in the cache."""
 
 
+class MissingDependency(FramekitError, ModuleNotFoundError):
+    """An optional extra is not installed; the message holds the exact install command
+    (see :mod:`framekit._dependencies`). Also a ``ModuleNotFoundError``, which it was."""
+
+
+class OutputWriteError(FramekitError, OSError):
+    """The finished results could not be written (a full disk, a destination gone):
+    the work itself is kept (the answers in the cache, the finished slices beside the
+    destination) and the message says how to get the output without paying again."""
+
+
+class PhoenixError(FramekitError):
+    """Phoenix refused or could not take the annotations (the message never holds a key)."""
+
+    __module__ = "framekit.traces"
+
+
+class OTLPExportError(FramekitError):
+    """The OTLP endpoint did not accept every event."""
+
+    __module__ = "framekit.traces"
+
+
 __all__ = [
     "BatchPending",
+    "EvaluationFailed",
+    "FaultRaised",
     "FramekitError",
+    "GenAIFormatError",
     "InputError",
     "JudgeAuthenticationError",
     "JudgeConfigurationError",
@@ -86,9 +178,15 @@ __all__ = [
     "JudgeSpecError",
     "LocalModelError",
     "MappingError",
+    "MissingDependency",
+    "OTLPExportError",
     "OutputWriteError",
+    "ParseFailure",
+    "PhoenixError",
     "RecordError",
     "RunInterrupted",
+    "SpanExportNotFound",
+    "TraceFormatError",
 ]
 
 
@@ -102,3 +200,15 @@ def did_you_mean(name: str, choices: Iterable[str]) -> str:
         lowered = {o.lower(): o for o in options}
         close = [lowered[name.lower()]] if name.lower() in lowered else []
     return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` as one line of at most ``limit`` characters, as a row's error shows it.
+
+    Examples
+    --------
+    >>> one_line("a  long\\nreason", 8)
+    'a long …'
+    """
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

@@ -1,21 +1,37 @@
-"""The run record ("provenance") of a scored table: stored, read back, described.
+"""The run record ("provenance") of a scored table: built, stored, read back, described.
 
 A run record says what produced the result columns: framekit's version, the time, the
 input, the judge (model, transport, decoding parameters; never a credential), the
 evaluators with their template versions and thresholds, the mapping, counts and cost.
-The engine builds it (``framekit.engine.provenance``); this module only stores it as
-JSON under the key ``"framekit"`` of a Parquet file's key-value metadata, reads it back,
-and turns it into lines of text. It imports nothing of framekit, so the report (which
-may read frames only) can use it.
+Every run builds one (:func:`build`, kept in its ``RunStats.provenance``); Parquet files a
+run writes store it as JSON under the key ``"framekit"`` of their key-value metadata
+(:func:`to_metadata`), from where :func:`read` takes it back and :func:`describe` turns it
+into lines of text. It is a shared basic, so the report (which may read frames only)
+reads it too.
+
+The judge part comes from the judge's ``cache_identity()`` (model, decoding parameters,
+endpoint without credentials), which leaves out every secret keyword by design; the
+record is then passed through the process-wide redaction once more, so a key that slipped
+into a parameter value is masked rather than written into a file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+
+from framekit import _secrets
+from framekit._version import __version__
+
+if TYPE_CHECKING:
+    from framekit.engine.stats import RunStats
 
 #: Key of the run record in a Parquet file's key-value metadata.
 METADATA_KEY = "framekit"
@@ -25,6 +41,116 @@ PROXY_NOTE = (
     "scored by the offline local judge: embedding similarity, a proxy for relevance "
     "that cannot check facts; not an LLM verdict"
 )
+
+
+def _mapping(mapping: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """Field -> column name; an expression or callable is named, never serialised."""
+    if mapping is None:
+        return None
+    out: dict[str, str] = {}
+    for field, source in mapping.items():
+        if isinstance(source, str):
+            out[field] = source
+        elif isinstance(source, pl.Expr):
+            out[field] = f"expression {source}"
+        else:
+            name = getattr(source, "__qualname__", type(source).__qualname__)
+            out[field] = f"callable {getattr(source, '__module__', '?')}.{name}"
+    return out
+
+
+def _judge(judge: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": getattr(judge, "kind", "?"), "model": judge.model}
+    # Model, temperature, max_tokens, params and endpoint: the judge's own list of what
+    # decides an answer, which never includes api_key and friends.
+    with contextlib.suppress(Exception):
+        entry.update(judge.cache_identity())
+    # The transport asked for (litellm, http, auto); the one used is in the run's counts.
+    transport = getattr(judge, "transport", None)
+    if isinstance(transport, str):
+        entry["transport"] = transport
+    processes = getattr(judge, "processes", None)
+    if isinstance(processes, int) and processes > 1:
+        entry["processes"] = processes
+    return entry
+
+
+def build(
+    evaluators: Sequence[Any],
+    judges: Sequence[Any],
+    mapping: Mapping[str, Any] | None,
+    stats: RunStats,
+    *,
+    source: str | None = None,
+    failed_rows: int | None = None,
+) -> dict[str, Any]:
+    """The run record of a run (one judge per evaluator); JSON-ready, no secrets."""
+    judge_entries: list[dict[str, Any]] = []
+    for ev, judge in zip(evaluators, judges, strict=True):
+        entry = _judge(judge)
+        same = next(
+            (
+                j
+                for j in judge_entries
+                if {**j, "evaluators": None} == {**entry, "evaluators": None}
+            ),
+            None,
+        )
+        if same is None:
+            entry["evaluators"] = [ev.name]
+            judge_entries.append(entry)
+        else:
+            same["evaluators"].append(ev.name)
+    counts: dict[str, int] = {
+        "rows": stats.rows,
+        "evaluators": len(evaluators),
+        "evaluations": stats.evaluations,
+        "failed evaluations": stats.failures,
+        "requests sent": stats.requests_sent,
+        "cache hits": stats.cache_hits,
+    }
+    if failed_rows is not None:
+        counts["rows with errors"] = failed_rows
+    record: dict[str, Any] = {
+        "framekit_version": __version__,
+        "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "source": source,
+        "judges": judge_entries,
+        "evaluators": [
+            {
+                "name": ev.name,
+                "template": ev.cache_namespace(),
+                "threshold": ev.threshold,
+                "direction": ev.direction,
+            }
+            for ev in evaluators
+        ],
+        "mapping": _mapping(mapping),
+        # Which transports the calls went through ("http", "litellm"), where recorded.
+        "transports": list(getattr(stats, "transports", None) or []),
+        "counts": counts,
+        "cost_usd": stats.cost_usd,
+    }
+    secrets = [*_secrets.registered(), *_secrets.env_secrets()]
+    plain = json.loads(json.dumps(record, default=str))
+    redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)
+    return redacted
+
+
+def source_label(source: Any) -> str:
+    """What was scored, in a few words: file paths, or the SQL query of a relation."""
+    query = getattr(source, "sql_query", None)
+    if callable(query):
+        try:
+            return "DuckDB query: " + " ".join(str(query()).split())
+        except Exception:  # a relation that cannot show its query is still a relation
+            return "a DuckDB relation"
+    if isinstance(source, (str, os.PathLike)):
+        return str(source)
+    files = [str(p) for p in source] if isinstance(source, Sequence) else [str(source)]
+    if len(files) > 3:
+        return ", ".join(files[:3]) + f" and {len(files) - 3} more files"
+    return ", ".join(files)
 
 
 def to_metadata(record: Mapping[str, Any]) -> dict[bytes, bytes]:

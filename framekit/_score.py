@@ -1,4 +1,4 @@
-"""The result of one evaluator on one record."""
+"""The result of one evaluator on one record, and the pass rule."""
 
 from __future__ import annotations
 
@@ -6,6 +6,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Direction = Literal["maximize", "minimize"]
+
+
+def passes(value: Any, threshold: float, direction: Direction) -> Any:
+    """The pass rule: ``value >= threshold`` (``<=`` when minimizing), for one score or a
+    whole column (a polars Series or expression: null stays null).
+
+    Examples
+    --------
+    >>> passes(0.75, 0.5, "maximize"), passes(0.75, 0.5, "minimize")
+    (True, False)
+    """
+    if direction == "minimize":
+        return value <= threshold
+    return value >= threshold
 
 
 @dataclass(frozen=True)
@@ -41,9 +55,7 @@ class Score:
         """``value >= threshold`` (``<=`` when minimizing); ``None`` when there is no value."""
         if self.value is None:
             return None
-        if self.direction == "minimize":
-            return self.value <= self.threshold
-        return self.value >= self.threshold
+        return bool(passes(self.value, self.threshold, self.direction))
 
     @property
     def score(self) -> float | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit.evaluators.registry import available_evaluators
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 
 if TYPE_CHECKING:
     import polars as pl
@@ -91,7 +91,7 @@ def run_demo(
     from framekit.analysis import format_table, report
     from framekit.data import load_sample
     from framekit.engine.stats import record_last
-    from framekit.frame import evaluate_with_stats
+    from framekit.evaluate import evaluate_with_stats
     from framekit.io import write_parquet
 
     started = time.perf_counter()
@@ -158,9 +158,9 @@ def _next_steps(scored_path: Path) -> str:
 
 def _explain_failures(scored: pl.DataFrame, evaluators: list[Evaluator], say: Any) -> None:
     """Name the most common error, so a broken setup is not mistaken for bad scores."""
-    from framekit.analysis import report
+    from framekit.analysis import failures
 
-    errors = report.failures(scored, evaluators=[ev.name for ev in evaluators])
+    errors = failures(scored, evaluators=[ev.name for ev in evaluators])
     if errors.height:
         top = errors.row(0, named=True)
         say(

@@ -1,4 +1,4 @@
-"""Regenerate ``framekit/judges/_litellm_routes.py`` from the installed litellm.
+"""Regenerate ``framekit/judges/litellm/routes.py`` from the installed litellm.
 
 framekit checks a judge's model string when the judge is built, without importing
 litellm (seconds) and without a network: is its provider prefix one litellm routes, or
@@ -19,7 +19,7 @@ from importlib.metadata import version
 from pathlib import Path
 from urllib.parse import urlparse
 
-OUT = Path(__file__).resolve().parent.parent / "framekit" / "judges" / "_litellm_routes.py"
+OUT = Path(__file__).resolve().parent.parent / "framekit" / "judges" / "litellm" / "routes.py"
 
 
 def routes() -> tuple[list[str], list[str]]:

@@ -6,6 +6,7 @@ expired, and direct chat calls (which a batch run must not make).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -20,10 +21,10 @@ import polars as pl
 import pytest
 
 import framekit as fk
-import framekit.judges.batch as batch_clients
 from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
+from framekit.judges.providers import PROVIDERS
 from framekit.testing import JudgeSimulator, SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame
 from tests.helpers import score_retrieval as score
@@ -46,7 +47,8 @@ def openai_is(monkeypatch: pytest.MonkeyPatch) -> Callable[[JudgeSimulator], Non
     def point(sim: JudgeSimulator) -> None:
         for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
             monkeypatch.delenv(name, raising=False)
-        monkeypatch.setitem(batch_clients._DEFAULT_BASE, "openai", sim.api_base)
+        openai = dataclasses.replace(PROVIDERS["openai"], public_base=sim.api_base)
+        monkeypatch.setitem(PROVIDERS, "openai", openai)
 
     return point
 
@@ -288,6 +290,29 @@ def test_parquet_in_parquet_out_submits_each_slice_once(
     assert sim.stats()["batch"]["batches_created"] == 3
     assert sim.stats()["batch"]["lines"] == 600
     assert sim.stats()["chat"] == 0
+
+
+def test_parquet_batch_mode_submits_every_slice_before_waiting_for_one(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    from framekit.engine.batch_manifest import ManifestStore
+
+    sim.configure(batch_seconds=600.0)  # no batch finishes while the run waits
+    source = tmp_path / "runs.parquet"
+    retrieval_frame(600).write_parquet(source, row_group_size=200)
+    wait_s = 3.0
+    judge = batch_judge(sim, batch_timeout=wait_s / 3600)  # waits, then detaches
+    with pytest.raises(BatchPending):
+        fk.evaluate_parquet(source, tmp_path / "scored.parquet", [RetrievalRelevance()],
+                            MAPPING, judge=judge, cache=tmp_path / "cache", progress=False,
+                            slice_rows=200)  # fmt: skip
+    manifests = list(ManifestStore(tmp_path / "cache" / "batches").all())
+    assert sim.stats()["batch"]["batches_created"] == len(manifests) == 3
+    # Every slice's batch was created before the run's first wait ended: waiting for one
+    # slice after another would have spread their creation over two waits or more.
+    created = [m.created for m in manifests]
+    assert max(created) - min(created) < wait_s
+    assert judge.batching.wait  # the caller's judge is unchanged
 
 
 def test_ctrl_c_detaches_without_cancelling_and_the_rerun_collects(

@@ -206,7 +206,7 @@ def _worker_pids_marked(mark: str, parent: int | None = None) -> list[int]:
     found = []
     for proc in Path("/proc").iterdir():
         try:
-            worker = b"framekit.judges.workers" in (proc / "cmdline").read_bytes()
+            worker = b"framekit.judges.litellm.workers" in (proc / "cmdline").read_bytes()
             marked = worker and mark.encode() in (proc / "environ").read_bytes()
             stat = (proc / "stat").read_text().rsplit(")", 1)[1].split()
             alive, ppid = stat[0] != "Z", int(stat[1])

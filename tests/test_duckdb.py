@@ -59,7 +59,7 @@ def test_a_relation_is_scored_in_memory_and_comes_back_as_polars(runs, judge_sim
 def test_evaluate_sql_uses_the_connection_and_its_views(tmp_path, runs, judge_simulator):
     con = duckdb.connect()
     io.register(con, "runs", runs)
-    run = io.evaluate_sql(
+    run = fk.evaluate_sql(
         "select row_id, question, docs from runs where strategy = 'bm25' order by row_id",
         tmp_path / "bm25.parquet",
         RetrievalRelevance(),
@@ -74,7 +74,7 @@ def test_evaluate_sql_uses_the_connection_and_its_views(tmp_path, runs, judge_si
     assert out["row_id"].to_list() == [0, 2, 4, 6, 8, 10]
     assert out.columns[:3] == ["row_id", "question", "docs"]
     # The same query again resumes nothing (it finished) and pays nothing (cached).
-    again = io.evaluate_sql(
+    again = fk.evaluate_sql(
         "select row_id, question, docs from runs where strategy = 'bm25' order by row_id",
         tmp_path / "bm25.parquet",
         RetrievalRelevance(),

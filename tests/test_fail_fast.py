@@ -60,7 +60,7 @@ def _within_5_s_of_start_up(seconds: float) -> None:
     environ = {**os.environ, "PYTHONPATH": str(ROOT), "LITELLM_OFFLINE_MODE": "true"}
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", "import framekit.cli, framekit.io, framekit.judges.litellm_judge"],
+        [sys.executable, "-c", "import framekit.cli, framekit.io, framekit.judges.judge"],
         env=environ, check=True, timeout=180,
     )  # fmt: skip
     start_up = time.perf_counter() - started
@@ -120,7 +120,7 @@ def test_unroutable_model_in_python_is_an_input_error_before_any_call(judge_simu
 
 
 def test_a_misspelt_provider_names_the_provider_meant():
-    from framekit.judges._model_names import model_problem
+    from framekit.judges.litellm.model_names import model_problem
 
     if model_problem("opnai/x") is None:
         pytest.skip("a newer litellm than the copy of its routes")
@@ -133,7 +133,7 @@ def test_a_misspelt_provider_names_the_provider_meant():
 @pytest.fixture
 def litellm_without_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """litellm imported, and any attempt to reach a host failing the test."""
-    from framekit.judges import _litellm
+    from framekit.judges.litellm import litellm_module
 
     attempts: list[object] = []
 
@@ -141,7 +141,7 @@ def litellm_without_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
         attempts.append(args)
         raise OSError("no network in this test")
 
-    lm = _litellm.litellm()
+    lm = litellm_module()
     monkeypatch.setattr(socket, "getaddrinfo", refuse)
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(lm, "suppress_debug_info", True)
@@ -150,8 +150,8 @@ def litellm_without_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[object]
 
 
 def test_the_offline_check_never_refuses_a_model_string_litellm_routes(litellm_without_network):
-    from framekit.judges import _litellm_routes
-    from framekit.judges._model_names import model_problem
+    from framekit.judges.litellm import routes as _litellm_routes
+    from framekit.judges.litellm.model_names import model_problem
 
     lm: Any = litellm_without_network
     # Every name of litellm's price map and every provider prefix; the two providers
@@ -176,7 +176,7 @@ def test_the_offline_check_never_refuses_a_model_string_litellm_routes(litellm_w
 def test_the_copy_of_litellms_routes_matches_the_installed_litellm():
     from importlib.metadata import version
 
-    from framekit.judges import _litellm_routes
+    from framekit.judges.litellm import routes as _litellm_routes
 
     if version("litellm") != _litellm_routes.LITELLM_VERSION:
         pytest.skip("another litellm: regenerate with scripts/make_litellm_routes.py")
@@ -194,7 +194,7 @@ def test_litellms_own_refusal_stops_the_run_at_the_first_call(
 ):
     # A name litellm's price map lists but its router refuses passes the offline check:
     # litellm's "LLM Provider NOT provided" must stop the run, not fail every row.
-    from framekit.judges._model_names import model_problem
+    from framekit.judges.litellm.model_names import model_problem
 
     lm: Any = litellm_without_network
     names = [m for m in lm.model_cost if "/" not in m and model_problem(m) is None]

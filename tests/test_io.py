@@ -16,8 +16,8 @@ import pytest
 
 import framekit as fk
 from framekit import io
+from framekit._result_columns import result_columns
 from framekit.evaluators import RetrievalRelevance
-from framekit.frame import result_columns
 from framekit.io import _evaluate  # the slice loop, where evaluate_with_stats is called
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -174,7 +174,7 @@ KILLED_RUN = """
 import sys
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
-from framekit.frame import result_columns
+from framekit._result_columns import result_columns
 judge = fk.Judge("openai/sim", api_base=sys.argv[1], api_key="sk-test", concurrency=4)
 fk.evaluate_parquet(sys.argv[2], sys.argv[3], [RetrievalRelevance()],
                     {"input": "question", "context": "docs"}, judge=judge,

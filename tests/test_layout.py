@@ -153,9 +153,18 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
     "module",
     [
         "framekit._result_columns",
+        "framekit._dependencies",
+        "framekit._errors",
+        "framekit._score",
         "framekit.analysis._table",
-        "framekit.analysis._html",
+        "framekit.analysis.report",
+        "framekit.cli.main",
         "framekit.evaluators.registry",
+        "framekit.judges.credentials",
+        "framekit.judges.endpoint",
+        "framekit.judges.judge",
+        "framekit.judges.providers",
+        "framekit.judges.request",
     ],
 )
 def test_docstring_examples_run(module: str) -> None:
@@ -163,3 +172,160 @@ def test_docstring_examples_run(module: str) -> None:
 
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+# -- the contract covers every module; no module reaches into another's private parts ---
+
+
+def _modules(tree: Path) -> list[str]:
+    """Every module of ``tree``/framekit, as a dotted name (a package by its own name)."""
+    names = []
+    for path in sorted((tree / "framekit").rglob("*.py")):
+        parts = list(path.relative_to(tree).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.append(".".join(parts))
+    return names
+
+
+def _outside_the_contract(tree: Path) -> list[str]:
+    """The modules of ``tree`` that no contract of its .importlinter names (a package
+    named covers its modules; the root package re-exports and is above every layer)."""
+    import configparser
+    import re
+
+    config = configparser.ConfigParser()
+    config.read(tree / ".importlinter")
+    named: set[str] = set()
+    for section in config.sections():
+        for key in ("layers", "source_modules", "forbidden_modules", "modules"):
+            named |= set(re.findall(r"framekit(?:\.\w+)*", config[section].get(key, "")))
+    return [
+        module
+        for module in _modules(tree)
+        if module != "framekit"
+        and not any(module == n or module.startswith(n + ".") for n in named)
+    ]
+
+
+def test_every_module_is_in_a_layer_of_the_import_contract() -> None:
+    assert _outside_the_contract(ROOT) == [], "add them to a layer of .importlinter"
+
+
+def test_a_new_module_in_no_layer_is_listed(tree_copy: Path) -> None:
+    (tree_copy / "framekit" / "newcomer.py").write_text('"""Not yet in a layer."""\n')
+    (tree_copy / "framekit" / "engine" / "helper.py").write_text('"""In the engine\'s."""\n')
+    assert _outside_the_contract(tree_copy) == ["framekit.newcomer"]
+
+
+def test_the_contract_ignores_no_import() -> None:
+    assert "ignore_imports" not in (ROOT / ".importlinter").read_text()
+
+
+def _private_access(path: Path, tree: Path = ROOT) -> list[str]:
+    """``obj._name`` reads and writes in ``path`` where ``_name`` is not this module's own:
+    not ``self._x``/``cls._x``/``super()._x``, not a name the module defines (a function,
+    a class, a variable, an attribute it sets on ``self``), not a dunder."""
+    import ast
+
+    tree_ = ast.parse(path.read_text(), str(path))
+    own: set[str] = set()
+    for node in ast.walk(tree_):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            own.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            own.add(node.id)
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.ctx, ast.Store)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
+            own.add(node.attr)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree_):
+        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
+            continue
+        if node.attr.startswith("__") and node.attr.endswith("__"):
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        if isinstance(base, ast.Call) and getattr(base.func, "id", None) == "super":
+            continue
+        if node.attr not in own:
+            found.append((node.lineno, ast.unparse(node)))
+    return [f"{path.relative_to(tree)}:{line}: {text}" for line, text in sorted(found)]
+
+
+#: Private attributes of other libraries that framekit reaches for on purpose.
+FOREIGN_PRIVATE = {
+    # litellm's logging worker registers this at exit; the module that gives litellm one
+    # worker per event loop unregisters it for the workers of closed loops.
+    "framekit/judges/litellm/loops.py": {"_flush_on_exit"},
+}
+
+
+def test_no_module_reads_or_writes_another_objects_private_attributes() -> None:
+    found = [
+        line
+        for path in sorted((ROOT / "framekit").rglob("*.py"))
+        for line in _private_access(path)
+        if line.rsplit(".", 1)[-1] not in FOREIGN_PRIVATE.get(str(path.relative_to(ROOT)), ())
+    ]
+    assert not found, "\n".join(found)
+
+
+def test_a_judges_key_read_in_another_module_is_found(tmp_path: Path) -> None:
+    module = tmp_path / "framekit" / "transport.py"
+    module.parent.mkdir()
+    module.write_text(
+        "def headers(judge):\n"
+        "    return {'authorization': judge._api_key}\n"
+        "def patch(judge, limiter):\n"
+        "    judge._limiter = limiter\n"
+        "class Own:\n"
+        "    def __init__(self):\n"
+        "        self._x = 1\n"
+        "    def copy(self, other):\n"
+        "        other._x = self._x\n"
+    )
+    assert _private_access(module, tmp_path) == [
+        "framekit/transport.py:2: judge._api_key",
+        "framekit/transport.py:4: judge._limiter",
+    ]
+
+
+def _exception_classes_outside_errors_py(tree: Path) -> list[str]:
+    """Classes deriving from an exception that are defined elsewhere than _errors.py."""
+    import ast
+    import builtins
+
+    errors = tree / "framekit" / "_errors.py"
+    known = {
+        n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)
+    }
+    known |= {
+        n.name for n in ast.walk(ast.parse(errors.read_text())) if isinstance(n, ast.ClassDef)
+    }
+    outside = []
+    for path in sorted((tree / "framekit").rglob("*.py")):
+        if path == errors:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                if bases & known:
+                    outside.append(f"{path.relative_to(tree)}: {node.name}")
+    return outside
+
+
+def test_every_exception_class_is_defined_in_errors_py(tree_copy: Path) -> None:
+    assert _exception_classes_outside_errors_py(ROOT) == []
+    # The check sees one defined elsewhere.
+    (tree_copy / "framekit" / "engine" / "oops.py").write_text(
+        "from framekit._errors import JudgeError\nclass Oops(JudgeError):\n    pass\n"
+    )
+    assert _exception_classes_outside_errors_py(tree_copy) == ["framekit/engine/oops.py: Oops"]
+    assert issubclass(fk.MissingDependency, fk.FramekitError)
+    assert issubclass(fk.MissingDependency, ImportError)

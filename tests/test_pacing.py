@@ -10,8 +10,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 import framekit as fk
-from framekit.engine.limiter import RateLimiter
-from framekit.engine.pacing import read_limits
+from framekit.engine.limiter import RateLimiter, read_limits
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.faults import parse_retry_after
 from tests.helpers import MAPPING, retrieval_frame, sim_judge

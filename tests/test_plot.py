@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 
 from framekit import plot
-from framekit.analysis.report import summarize
+from framekit.analysis.summary import summarize
 
 pytest.importorskip("matplotlib")
 

@@ -28,7 +28,7 @@ import pytest
 
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
-from framekit.judges import _litellm
+from framekit.judges.litellm import litellm_module
 from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
 
@@ -51,7 +51,7 @@ def _run(df, sim, cache, judge=None, **judge_options):
 
 def _storm(sim, status: int, seconds: float) -> None:
     """Start a storm once litellm is imported (seconds on a cold start), not during it."""
-    _litellm.litellm()
+    litellm_module()
     sim.storm(status, seconds)
 
 
@@ -180,7 +180,7 @@ def test_unreachable_api_base_fails_fast_with_one_clear_error(transport, closed_
     if transport == "litellm":
         # Imported before the clock starts (seconds on a cold start): the empty run makes
         # no call, so it imports nothing, and no earlier test may have imported it.
-        _litellm.litellm()
+        litellm_module()
     started = time.monotonic()
     with pytest.raises(fk.JudgeError) as info:
         fk.evaluate_dataframe(
@@ -338,12 +338,12 @@ SIGINT_SCRIPT = textwrap.dedent(
     import json, sys, time
     import framekit as fk
     from framekit.evaluators import RetrievalRelevance
-    from framekit.judges import _litellm
+    from framekit.judges.litellm import litellm_module
     from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
     api_base, cache, transport = sys.argv[1], sys.argv[2], sys.argv[3]
     if transport == "litellm":
-        _litellm.litellm()  # imported before the run, as in a session that used it already
+        litellm_module()  # imported before the run, as in a session that used it already
     judge = fk.Judge("openai/sim-judge", api_base=api_base, api_key=API_KEY, concurrency=4,
                      transport=transport)
     try:
@@ -618,9 +618,9 @@ def test_interrupt_inside_a_running_loop_as_in_jupyter(simulator_factory, tmp_pa
 
 def test_a_request_that_cannot_be_encoded_fails_its_row_without_retries():
     # litellm reports a client-side encoding failure as a 500; retrying cannot fix it.
-    from framekit.judges.litellm_faults import classify
+    from framekit.judges.litellm.call import classify
 
-    lm = _litellm.litellm()
+    lm = litellm_module()
     try:
         try:
             "\ud800".encode("utf-8")

@@ -17,8 +17,12 @@ import pyarrow as pa
 import pytest
 
 import framekit as fk
-from framekit._budget import CHARS_PER_TOKEN, DEFAULT_CONTEXT_TOKENS, PROMPT_RESERVE_TOKENS
 from framekit.evaluators import RetrievalRelevance
+from framekit.judges.judge import (
+    CHARS_PER_TOKEN,
+    DEFAULT_CONTEXT_TOKENS,
+    PROMPT_RESERVE_TOKENS,
+)
 from tests.helpers import MAPPING, retrieval_frame, sim_judge
 
 EV = "retrieval_relevance"

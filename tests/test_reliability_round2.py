@@ -20,8 +20,7 @@ import pytest
 
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
-from framekit.judges.base import ChatRequest
-from framekit.judges.structured import parse_answer
+from framekit.judges.request import ChatRequest, parse_answer
 from tests import helpers
 from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
 
@@ -319,8 +318,7 @@ def test_a_url_the_http_client_refuses_at_call_time_is_classified_as_configurati
     # defence, for a client that refuses a URL framekit's own check let through.
     import asyncio
 
-    from framekit.engine.faults import classify
-    from framekit.judges.litellm_judge import call_litellm
+    from framekit.judges.litellm.call import call_litellm, classify
 
     params = {"model": "openai/m", "api_base": f"http://me:{API_KEY}@127.0.0.1:9/v1",
               "api_key": "x-none", "num_retries": 0, "max_retries": 0, "timeout": 5}  # fmt: skip

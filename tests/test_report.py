@@ -465,8 +465,8 @@ def test_docstring_examples_run() -> None:
     import doctest
 
     from framekit.analysis import _stats as stats_module
-    from framekit.analysis import report
+    from framekit.analysis import summary
 
-    for module in (report, stats_module):
+    for module in (summary, stats_module):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.failed == 0, module.__name__

@@ -103,10 +103,10 @@ def test_marker_sets_label_even_outside_the_enum(judge_simulator, chat):
     )
     assert answer_of(inside)["label"] == "Generally Yes"
     # The last marker wins, and a label outside the rubric is delivered as asked.
-    text = prompt("q @sim(label=Neutral/Mixed)", "a @sim(label=maybe, confidence=0.5)")
+    text = prompt("q @sim(label=Neutral/Mixed)", "a @sim(label=maybe, certainty=0.5)")
     outside = answer_of(chat(judge_simulator, text, response_format=json_schema()))
     assert outside["label"] == "maybe"
-    assert outside["confidence"] == 0.5
+    assert outside["certainty"] == 0.5
 
 
 def test_unmarked_label_is_the_sha256_choice_of_the_subject(judge_simulator, chat):

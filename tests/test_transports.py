@@ -119,11 +119,11 @@ def test_http_classifies_a_url_its_client_refuses_as_configuration_like_litellm(
     # line of defence, the verdict when aiohttp itself refuses the URL at call time.
     import asyncio
 
-    from framekit.judges.base import ChatRequest
     from framekit.judges.http import HttpTransport
+    from framekit.judges.request import ChatRequest
 
     judge = fk.Judge("openai/m", api_base="http://127.0.0.1:9/v1", api_key=API_KEY, timeout=5)
-    transport = HttpTransport(judge)
+    transport = HttpTransport(judge.endpoint, judge.limits, judge.decoding)
     request = ChatRequest([{"role": "user", "content": "hi"}], "answer", {"type": "object"})
 
     async def call() -> object:
@@ -139,13 +139,17 @@ def test_http_classifies_a_url_its_client_refuses_as_configuration_like_litellm(
     assert "api_base" in fault.reason and API_KEY not in fault.reason
 
 
-def test_a_copy_sends_with_its_own_settings_and_without_key_holds_none():
+def test_a_transport_holds_the_judges_values_not_the_judge_and_without_key_holds_none():
     judge = fk.Judge("openai/gpt-4o-mini", api_key="sk-explicit-CANARY-99", transport="http")
+    # The transport is built from the judge's immutable values and never points back, so
+    # nothing of the judge can change under it; a copy is built from the same values.
+    held = vars(judge._transport).values()
+    assert not any(value is judge for value in held)
+    assert judge._transport.endpoint is judge.endpoint
+    with pytest.raises(AttributeError):
+        judge.api_base = "http://127.0.0.1:9/v1"  # type: ignore[misc]
     clone = copy.copy(judge)
-    clone.api_base = "http://127.0.0.1:9/v1"
-    # The copy's transport is its own: it sends where the copy says, the original is
-    # untouched (a shared transport would send the copy's calls with the original's).
-    assert clone._transport.judge is clone and judge._transport.judge is judge
+    assert clone.endpoint == judge.endpoint and clone._transport is not judge._transport
     keyless = judge.without_key()
     assert b"CANARY-99" not in pickle.dumps(keyless)
     assert "CANARY-99" not in repr(keyless)

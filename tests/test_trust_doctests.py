@@ -12,10 +12,16 @@ MODULES = [
     "framekit.analysis._rubric",
     "framekit.analysis.agreement",
     "framekit.analysis.calibrate",
+    "framekit.analysis.cascade_calibration",
+    "framekit.analysis.estimate",
+    "framekit.analysis.review",
     "framekit.analysis._outcome",
     "framekit.analysis.gate",
-    "framekit.cli_gate",
+    "framekit.cli.gate",
     "framekit.judges.local.coherence",
+    "framekit.judges.local.confidence",
+    "framekit.judges.logprobs",
+    "framekit.testing._sim_logprobs",
 ]
 
 

@@ -107,7 +107,8 @@ def test_of_two_valid_conflicting_objects_the_last_one_wins(simulator_factory, t
 
 
 def test_the_scan_of_a_huge_reply_is_bounded_and_a_forgery_never_stands_in():
-    from framekit.judges.structured import ParseFailure, parse_answer
+    from framekit._errors import ParseFailure
+    from framekit.judges.request import parse_answer
 
     request = RetrievalRelevance().build_request({"input": "q", "context": ["d"]})
     verdict = '{"explanation": "off topic", "label": "irrelevant"}'
@@ -239,9 +240,9 @@ def test_docstring_examples_of_the_untrusted_text_modules_run():
     import framekit._secrets
     import framekit._urls
     import framekit.evaluators._prompt
-    import framekit.judges.structured
+    import framekit.judges.request
 
     for module in (framekit._secrets, framekit._urls, framekit.evaluators._prompt,
-                   framekit.judges.structured):  # fmt: skip
+                   framekit.judges.request):  # fmt: skip
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
         assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -139,14 +139,18 @@ def test_a_killed_worker_is_replaced_and_its_calls_retried(sim, pooled, tmp_path
     assert pooled._transport.pool._workers[0].process.pid != victim.pid  # type: ignore[union-attr]
 
 
-def test_a_judge_changed_between_runs_is_not_answered_with_stale_parameters(sim, pooled, tmp_path):
+def test_the_workers_hold_no_judge_each_call_carries_its_parameters(sim, pooled, tmp_path):
+    import asyncio
+
     _score(retrieval_frame(1), pooled, tmp_path / "a")
     assert sim.requests[-1]["temperature"] == 0.0
-    pooled.temperature = 0.7
-    try:
-        _score(retrieval_frame(2), pooled, tmp_path / "b")
-    finally:
-        pooled.temperature = 0.0
+    with pytest.raises(AttributeError):  # a judge's values do not change under its workers
+        pooled.temperature = 0.7  # type: ignore[misc]
+    # A worker answers with the parameters its call carries, never ones it kept.
+    transport = pooled._transport
+    params = {**transport.params(), "temperature": 0.7}
+    call = {"messages": [{"role": "user", "content": "hi"}]}
+    asyncio.run(transport.pool.call(params, call, transport._secrets))  # type: ignore[union-attr]
     assert sim.requests[-1]["temperature"] == 0.7
 
 

@@ -4,18 +4,19 @@ Everything here reads the result columns of a scored frame (the contract in
 ``framekit._result_columns``) and nothing of the engine, so it works as well on a
 Parquet file scored last month as on a frame scored a second ago.
 
-- ``report``: :func:`summarize`, :func:`compare`, :func:`failures`, :func:`describe_comparison`.
+- ``summary``: :func:`summarize`, :func:`compare`, :func:`failures`, :func:`describe_comparison`.
 - ``_stats``: bootstrap intervals and the tests behind ``compare``.
 - ``plot``: matplotlib figures (``fk.plot``).
-- ``_html``: :func:`write_html_report`, one self-contained file.
+- ``report``: :func:`write_html_report`, one self-contained HTML file (``_report_rows``:
+  its section of individual rows).
 - ``_table``: :func:`format_table`, a summary as text for a terminal.
 - ``agreement``, ``calibrate``, ``gate``: agreement with people, calibrated thresholds,
   pass/fail gates (``fk.agreement``, ``fk.calibrate``, ``fk.gate``).
 """
 
-from framekit.analysis._html import write_html_report
 from framekit.analysis._table import format_table
-from framekit.analysis.report import (
+from framekit.analysis.report import write_html_report
+from framekit.analysis.summary import (
     compare,
     describe_comparison,
     evaluator_names,

@@ -13,6 +13,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from framekit._dependencies import import_optional
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 Weights = Literal["linear", "quadratic"] | None
@@ -122,13 +124,7 @@ def interval(samples: npt.ArrayLike, confidence: float) -> tuple[float | None, f
 
 
 def _scipy_stats() -> Any:
-    try:
-        import scipy.stats
-    except ImportError as exc:
-        raise ModuleNotFoundError(
-            "rank correlations need scipy: pip install 'framekit[stats]'"
-        ) from exc
-    return scipy.stats
+    return import_optional("scipy.stats", extra="stats", purpose="a rank correlation")
 
 
 def _ranks(x: FloatArray) -> FloatArray:

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from framekit._errors import InputError
+from framekit.analysis import _outcome as outcome
 
 
 @dataclass(frozen=True)
@@ -91,3 +92,23 @@ def human_codes(frame: pl.DataFrame, column: str, scale: Rubric) -> np.ndarray:
     """Category positions of a label column already checked with :func:`check_labels`."""
     codes = [scale.code(v) for v in frame[column].cast(pl.String)]
     return np.array(codes, dtype=np.int64)
+
+
+def pass_mark(frame: pl.DataFrame, name: str, threshold: float | None = None) -> float | None:
+    """The score from which ``name`` passes: ``threshold`` when given, else the judge's
+    own mark read off the frame (the lowest score among rows it passed; ``None`` when no
+    row passed or the frame has no ``<name>_passed``).
+
+    Examples
+    --------
+    >>> df = pl.DataFrame({"c_score": [0.25, 0.5, 1.0], "c_passed": [False, True, True],
+    ...                    "c_error": [None, None, None]})
+    >>> pass_mark(df, "c")
+    0.5
+    """
+    if threshold is not None:
+        return float(threshold)
+    if f"{name}_passed" not in frame.columns:
+        return None
+    lowest = frame.filter(outcome.passed(name)).select(outcome.scored(name).min()).item()
+    return None if lowest is None else float(lowest)

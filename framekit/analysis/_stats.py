@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from framekit._dependencies import import_optional
+
 FloatArray = NDArray[np.float64]
 
 # Above this many cells per chunk the bootstrap works in slices to bound memory.
@@ -215,14 +217,12 @@ def two_sample_bootstrap(
 
 
 def _scipy_stats() -> Any:
-    try:
-        from scipy import stats
-    except ImportError as exc:
-        raise ModuleNotFoundError(
-            "rank and t tests need scipy: pip install 'framekit[stats]' "
-            "(the default test='bootstrap' does not)"
-        ) from exc
-    return stats
+    return import_optional(
+        "scipy.stats",
+        extra="stats",
+        purpose="a rank or t test",
+        note="the default test='bootstrap' does not",
+    )
 
 
 # --------------------------------------------------------------------------- ranks

@@ -17,8 +17,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import polars as pl
 
-from framekit.analysis import _inputs, report
+from framekit._dependencies import import_optional
+from framekit.analysis import _inputs
 from framekit.analysis._table import terminal_safe
+from framekit.analysis.summary import summarize
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -31,13 +33,8 @@ _COLUMNS = 3
 
 
 def _figure(width: float, height: float) -> Figure:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ModuleNotFoundError(
-            "framekit.plot needs matplotlib: pip install 'framekit[plot]'"
-        ) from exc
-    return Figure(figsize=(width, height), layout="constrained")
+    figure = import_optional("matplotlib.figure", extra="plot", purpose="framekit.plot")
+    return figure.Figure(figsize=(width, height), layout="constrained")
 
 
 def _edges(data: list[np.ndarray]) -> list[float]:
@@ -187,7 +184,7 @@ def means(
     >>> [t.get_text() for t in means(df, n_resamples=100).axes[0].get_legend().get_texts()]
     ['a', 'b']
     """
-    summary = report.summarize(
+    summary = summarize(
         scored,
         by,
         evaluators=evaluators,

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from framekit._dependencies import import_optional
 from framekit._errors import InputError
 from framekit._frames import to_polars
 from framekit.analysis._rubric import check_labels, is_label_dtype, rubric_of
@@ -56,10 +57,7 @@ def agreement(
     >>> len(agreement(df, "human", "rel").axes)
     2
     """
-    try:
-        from matplotlib.figure import Figure
-    except ImportError as exc:
-        raise ModuleNotFoundError("fk.plot needs matplotlib: pip install 'framekit[plot]'") from exc
+    Figure = import_optional("matplotlib.figure", extra="plot", purpose="fk.plot").Figure
     frame = to_polars(scored).frame
     row = _agreement(frame, human=human, evaluators=[evaluator], rubric=rubric, n_resamples=1).row(
         0, named=True

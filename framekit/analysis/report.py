@@ -1,601 +1,303 @@
-"""Summaries and comparisons of scored frames, and a self-contained HTML report.
-
-Everything here reads the result columns that ``evaluate_dataframe`` appends (see
-DESIGN.md): an evaluator ``<name>`` is recognised by ``<name>_score`` next to
-``<name>_error``. A row whose evaluation failed (an *error*: see ``_outcome``) has no score:
-it is counted in ``errors``, left out of every mean, interval and test (never averaged as
-0), and counts as not passed in ``pass_rate``.
-
-Intervals are percentile bootstraps with a fixed seed, so a report is reproducible. Each
-(evaluator, group) cell draws from its own generator derived from ``seed`` and the cell's
-key, so adding a group or an evaluator never changes the numbers of the others, and the
-per-group intervals of ``compare`` equal those of ``summarize(by=...)``.
-"""
+"""``write_html_report``: one self-contained HTML file of summaries, comparisons and charts."""
 
 from __future__ import annotations
 
-import itertools
+import base64
+import html
+import io
 import math
-import zlib
+import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import astuple, dataclass, fields
-from typing import Any, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 
-from framekit import _result_columns as result_columns
-from framekit._errors import InputError
-from framekit._score import Direction
-from framekit.analysis import _outcome as outcome
-from framekit.analysis import _stats
-from framekit.analysis._inputs import FrameLike
-from framekit.analysis._inputs import resolve_columns as _resolve_columns
-from framekit.analysis._inputs import resolve_evaluators as _resolve_evaluators
-from framekit.analysis._inputs import score as _score
-from framekit.analysis._inputs import to_polars as _to_polars
+from framekit import _provenance
+from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
+from framekit.analysis._report_rows import rows_section
+from framekit.analysis.summary import (
+    compare,
+    describe_comparison,
+    failures,
+    summarize,
+)
 
-Test = Literal["bootstrap", "wilcoxon", "t"]
-
-_LABEL_COUNTS = pl.List(pl.Struct({"label": pl.String, "count": pl.Int64}))
-_TEST_NAMES: dict[str, tuple[str, str]] = {  # test -> (paired name, unpaired name)
-    "bootstrap": ("paired bootstrap", "bootstrap"),
-    "wilcoxon": ("wilcoxon signed-rank", "mann-whitney u"),
-    "t": ("paired t", "welch t"),
-}
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
-# --------------------------------------------------------------------------- inputs
-
-
-def evaluator_names(scored: FrameLike) -> list[str]:
-    """Names of the evaluators whose result columns are in ``scored``, in column order.
-
-    An evaluator ``<name>`` is present when both ``<name>_score`` and ``<name>_error`` are.
-
-    Examples
-    --------
-    >>> df = pl.DataFrame({"q": ["a"], "coherence_score": [1.0], "coherence_error": [None]})
-    >>> evaluator_names(df)
-    ['coherence']
-    """
-    columns = (
-        scored.collect_schema().names()
-        if isinstance(scored, pl.LazyFrame)
-        else _to_polars(scored).columns
-    )
-    return result_columns.evaluator_names(columns)
-
-
-def _check_options(confidence: float, n_resamples: int, seed: int) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise InputError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
-    if n_resamples < 1:
-        raise InputError(f"n_resamples must be at least 1, got {n_resamples}")
-    if seed < 0:
-        raise InputError(f"seed must be a non-negative integer, got {seed}")
-    return 1.0 - confidence
-
-
-def _rng(seed: int, *key: object) -> np.random.Generator:
-    """A generator for one cell, independent of which other cells exist."""
-    return np.random.default_rng([seed, zlib.crc32(repr(key).encode())])
-
-
-def _num(value: float | None) -> float | None:
-    return None if value is None or math.isnan(value) else float(value)
-
-
-# --------------------------------------------------------------------------- summarize
-
-
-def _aggregations(name: str, columns: set[str], grouped: bool) -> list[pl.Expr]:
-    score = outcome.scored(name)
-    exprs = [
-        pl.len().cast(pl.Int64).alias("rows"),
-        score.count().cast(pl.Int64).alias("scored"),
-        outcome.error_count(name).alias("errors"),
-        score.mean().alias("mean"),
-        outcome.pass_rate(name, columns),
-    ]
-    label = f"{name}_label"
-    if label in columns:
-        counts = (
-            pl.col(label).cast(pl.String).drop_nulls().alias("label").value_counts(name="count")
-        )
-        exprs.append((counts if grouped else counts.implode()).alias("label_counts"))
-    else:
-        exprs.append(pl.lit(None, _LABEL_COUNTS).alias("label_counts"))
-    if f"{name}_tokens" in columns:
-        exprs.append(pl.col(f"{name}_tokens").sum().cast(pl.Int64).alias("tokens"))
-    cost = f"{name}_cost_usd"
-    if cost in columns:
-        # Unknown costs are null; the sum covers the known ones, null when none is known.
-        exprs.append(
-            pl.when(pl.col(cost).count() > 0)
-            .then(pl.col(cost).cast(pl.Float64).sum())
-            .alias("cost_usd")
-        )
-    scores = score.drop_nulls().alias("__scores")
-    exprs.append(scores if grouped else scores.implode())
-    return exprs
-
-
-def _summarize_one(
-    frame: pl.DataFrame, name: str, keys: list[str], alpha: float, n_resamples: int, seed: int
-) -> pl.DataFrame:
-    columns = set(frame.columns)
-    if keys:
-        table = (
-            frame.group_by(keys)
-            .agg(_aggregations(name, columns, grouped=True))
-            .sort(keys, nulls_last=True)
-        )
-        cells = list(table.select(keys).iter_rows())
-    else:
-        table = frame.select(_aggregations(name, columns, grouped=False))
-        cells = [()]
-    lows, highs = [], []
-    for key, scores in zip(cells, table.get_column("__scores"), strict=True):
-        low, high = _stats.bootstrap_mean_ci(
-            scores.to_numpy(),
-            confidence=1.0 - alpha,
-            n_resamples=n_resamples,
-            rng=_rng(seed, name, key),
-        )
-        lows.append(_num(low))
-        highs.append(_num(high))
-    by_count = [
-        pl.element().struct.field("count"),
-        pl.element().struct.field("label"),
-    ]
-    return table.drop("__scores").with_columns(
-        pl.lit(name).alias("evaluator"),
-        pl.Series("ci_low", lows, pl.Float64),
-        pl.Series("ci_high", highs, pl.Float64),
-        # Most frequent label first; ties by label so the output is deterministic.
-        pl.col("label_counts")
-        .list.eval(pl.element().sort_by(by_count, descending=[True, False]))
-        .cast(_LABEL_COUNTS),
-    )
-
-
-def summarize(
-    scored: FrameLike,
-    by: str | Sequence[str] | None = None,
-    *,
-    evaluators: str | Sequence[str] | None = None,
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
-    seed: int = 0,
-) -> pl.DataFrame:
-    """One row of statistics per evaluator (and per group of ``by``).
-
-    Parameters
-    ----------
-    scored
-        A frame returned by ``evaluate_dataframe`` (polars, pandas, Arrow or DuckDB).
-    by
-        Column name(s) to group by, e.g. ``"strategy"``; groups are sorted, nulls last.
-    evaluators
-        Evaluator names to include; default every evaluator found, in column order.
-    confidence
-        Level of the bootstrap interval of the mean.
-    n_resamples
-        Bootstrap resamples per interval.
-    seed
-        Seed of the bootstrap: the same frame and seed give the same intervals.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``evaluator``, the ``by`` columns, ``rows``, ``scored`` (rows with a score),
-        ``errors`` (rows whose evaluation failed: counted, never averaged; ``scored +
-        errors == rows``), ``mean``, ``ci_low``, ``ci_high`` (percentile bootstrap of the
-        mean), ``pass_rate`` (share of *all* rows that passed: an error counts as not
-        passed, as in ``fk.gate``), ``label_counts`` (list of ``{label, count}`` structs,
-        most frequent first: ``.explode("label_counts").unnest("label_counts")`` makes it
-        a table), then ``tokens`` and ``cost_usd`` (sums of known values) when those
-        columns exist.
-
-    Examples
-    --------
-    >>> df = pl.DataFrame({
-    ...     "strategy": ["a", "a", "a", "b", "b", "b"],
-    ...     "coherence_score": [1.0, 0.5, None, 1.0, 1.0, 0.75],
-    ...     "coherence_label": ["yes", "mixed", None, "yes", "yes", "mostly"],
-    ...     "coherence_passed": [True, True, None, True, True, True],
-    ...     "coherence_error": [None, None, "timeout", None, None, None],
-    ... })
-    >>> s = summarize(df, by="strategy", n_resamples=200)
-    >>> s.select("strategy", "rows", "scored", "errors", "mean", "pass_rate").rows()
-    [('a', 3, 2, 1, 0.75, 0.6666666666666666), ('b', 3, 3, 0, 0.9166666666666666, 1.0)]
-    >>> s["label_counts"][1].to_list()
-    [{'label': 'yes', 'count': 2}, {'label': 'mostly', 'count': 1}]
-    """
-    frame = _to_polars(scored)
-    alpha = _check_options(confidence, n_resamples, seed)
-    names = _resolve_evaluators(frame, evaluators)
-    keys = _resolve_columns(frame, by, "by")
-    parts = [_summarize_one(frame, name, keys, alpha, n_resamples, seed) for name in names]
-    out = pl.concat(parts, how="diagonal_relaxed")
-    order = [
-        "evaluator",
-        *keys,
-        "rows",
-        "scored",
-        "errors",
-        "mean",
-        "ci_low",
-        "ci_high",
-        "pass_rate",
-        "label_counts",
-        "tokens",
-        "cost_usd",
-    ]
-    return out.select([c for c in order if c in out.columns])
-
-
-def failures(scored: FrameLike, *, evaluators: str | Sequence[str] | None = None) -> pl.DataFrame:
-    """How often each error message occurred, per evaluator.
-
-    Returns
-    -------
-    polars.DataFrame
-        ``evaluator``, ``error``, ``count``: most frequent first; empty when nothing failed.
-
-    Examples
-    --------
-    >>> df = pl.DataFrame({"coherence_score": [None, None, 1.0],
-    ...                    "coherence_error": ["timeout", "timeout", None]})
-    >>> failures(df).rows()
-    [('coherence', 'timeout', 2)]
-    """
-    frame = _to_polars(scored)
-    parts = [
-        frame.select(pl.col(f"{name}_error").cast(pl.String).alias("error"))
-        .drop_nulls()
-        .group_by("error")
-        .len("count")
-        .sort(["count", "error"], descending=[True, False])
-        .select(pl.lit(name).alias("evaluator"), "error", pl.col("count").cast(pl.Int64))
-        for name in _resolve_evaluators(frame, evaluators)
-    ]
-    return pl.concat(parts)
-
-
-# --------------------------------------------------------------------------- compare
-
-
-def _direction_of(direction: Direction | Mapping[str, Direction] | None, name: str) -> Direction:
-    value = direction if direction is None or isinstance(direction, str) else direction.get(name)
+def _cell(value: object) -> str:
+    """A table cell's text: floats to 3 decimals, label counts as ``label: n, ...``."""
     if value is None:
-        return "maximize"
-    if value not in ("maximize", "minimize"):
-        raise InputError(f"direction for {name!r} must be 'maximize' or 'minimize', got {value!r}")
-    return value
-
-
-def _pair_test(
-    a: np.ndarray,
-    b: np.ndarray,
-    paired: bool,
-    test: Test,
-    alpha: float,
-    n_resamples: int,
-    rng: np.random.Generator,
-) -> _stats.TestResult:
-    """The test of ``b - a``: ``a``/``b`` are aligned pairs when ``paired``."""
-    confidence = 1.0 - alpha
-    if paired:
-        d = b - a
-        if test == "t":
-            return _stats.paired_t_test(d, confidence=confidence)
-        boot = _stats.paired_bootstrap(d, confidence=confidence, n_resamples=n_resamples, rng=rng)
-        if test == "bootstrap":
-            return boot
-        statistic, p = _stats.wilcoxon_signed_rank(d)
-    else:
-        if test == "t":
-            return _stats.welch_t_test(a, b, confidence=confidence)
-        boot = _stats.two_sample_bootstrap(
-            a, b, confidence=confidence, n_resamples=n_resamples, rng=rng
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "NaN"
+        return f"{value:.2e}" if value != 0 and abs(value) < 1e-3 else f"{value:.3f}"
+    if isinstance(value, list):
+        return ", ".join(
+            f"{v['label']}: {v['count']}" if isinstance(v, dict) and "label" in v else str(v)
+            for v in value
         )
-        if test == "bootstrap":
-            return boot
-        statistic, p = _stats.mann_whitney_u(a, b)
-    # Rank tests have no interval of the mean difference: report the bootstrap one.
-    return _stats.TestResult(boot.estimate, boot.ci_low, boot.ci_high, statistic, p)
+    return str(value)
 
 
-def _pairs(groups: list[Any], baseline: Any) -> list[tuple[Any, Any]]:
-    if baseline is None:
-        return list(itertools.combinations(groups, 2))
-    if baseline not in groups:
-        raise InputError(f"baseline {baseline!r} is not one of the groups {groups}")
-    return [(baseline, g) for g in groups if g != baseline]
+def _text_cell(text: str) -> str:
+    # Long text keeps a readable width; on a phone the table scrolls instead of wrapping
+    # every word onto its own line.
+    css = ' class="text"' if len(text) > 30 else ""
+    return f"<td{css}>{html.escape(text)}</td>"
 
 
-@dataclass
-class ComparisonRow:
-    """One row of :func:`compare`: one evaluator, one pair of groups. Its fields, in
-    order, are the columns of the result; their types give the column dtypes."""
-
-    evaluator: str
-    group_a: Any  # the dtype of the group column
-    group_b: Any
-    n_a: int
-    mean_a: float | None
-    ci_low_a: float | None
-    ci_high_a: float | None
-    n_b: int
-    mean_b: float | None
-    ci_low_b: float | None
-    ci_high_b: float | None
-    n_pairs: int | None  # null when unpaired
-    dropped_pairs: int | None
-    unmatched: int | None
-    diff: float | None
-    diff_ci_low: float | None
-    diff_ci_high: float | None
-    test: str
-    p_value: float | None
-    p_adjusted: float | None = None
-    winner: Any = None
-
-    @classmethod
-    def schema(cls, group_type: pl.DataType) -> dict[str, Any]:
-        """Column -> dtype of a comparison whose groups have ``group_type``."""
-        dtypes = {"str": pl.String, "int": pl.Int64, "float": pl.Float64, "Any": group_type}
-        return {f.name: dtypes[str(f.type).split(" ")[0]] for f in fields(cls)}
-
-
-@dataclass(frozen=True)
-class _Comparison:
-    """What every pair of one ``compare`` call shares: the groups' rows and the options."""
-
-    parts: dict[Any, pl.DataFrame]
-    keys: list[str]
-    test: Test
-    alpha: float
-    n_resamples: int
-    seed: int
-
-    def pair(
-        self,
-        name: str,
-        values: dict[Any, np.ndarray],
-        cis: dict[Any, tuple[float, float]],
-        a: Any,
-        b: Any,
-    ) -> tuple[ComparisonRow, _stats.TestResult]:
-        """Row ``b - a`` of evaluator ``name`` (without ``p_adjusted`` and ``winner``)."""
-        rng = _rng(self.seed, name, "diff", a, b)
-        pairs: tuple[int | None, int | None, int | None] = (None, None, None)
-        if self.keys:
-            left = self.parts[a].select(*self.keys, _score(name).alias("__a"))
-            right = self.parts[b].select(*self.keys, _score(name).alias("__b"))
-            joined = left.join(right, on=self.keys, how="inner")  # null keys never pair
-            valid = joined.drop_nulls(["__a", "__b"])
-            lone = left.height + right.height - 2 * joined.height
-            pairs = (valid.height, joined.height - valid.height, lone)
-            xa, xb = valid["__a"].to_numpy(), valid["__b"].to_numpy()
-        else:
-            xa, xb = values[a], values[b]
-        result = _pair_test(xa, xb, bool(self.keys), self.test, self.alpha, self.n_resamples, rng)
-        n_pairs, dropped, unmatched = pairs
-        mean_a, mean_b = (float(values[g].mean()) if values[g].size else None for g in (a, b))
-        row = ComparisonRow(
-            evaluator=name,
-            group_a=a,
-            group_b=b,
-            n_a=values[a].size,
-            mean_a=mean_a,
-            ci_low_a=_num(cis[a][0]),
-            ci_high_a=_num(cis[a][1]),
-            n_b=values[b].size,
-            mean_b=mean_b,
-            ci_low_b=_num(cis[b][0]),
-            ci_high_b=_num(cis[b][1]),
-            n_pairs=n_pairs,
-            dropped_pairs=dropped,
-            unmatched=unmatched,
-            diff=_num(result.estimate),
-            diff_ci_low=_num(result.ci_low),
-            diff_ci_high=_num(result.ci_high),
-            test=_TEST_NAMES[self.test][0 if self.keys else 1],
-            p_value=_num(result.pvalue),
+def _html_table(frame: pl.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
+    numeric = [dtype.is_numeric() for dtype in frame.dtypes]
+    body = "\n".join(
+        "<tr>"
+        + "".join(
+            f'<td class="num">{html.escape(_cell(v))}</td>' if num else _text_cell(_cell(v))
+            for v, num in zip(row, numeric, strict=True)
         )
-        return row, result
+        + "</tr>"
+        for row in frame.iter_rows()
+    )
+    return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}\n</tbody>\n</table>"
 
 
-def compare(
+def _png_tag(fig: Figure, alt: str) -> str:
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<figure><img alt="{html.escape(alt)}" src="data:image/png;base64,{data}"></figure>'
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 96rem; color: #222;
+       padding: 0 1rem; }
+h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
+table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+#rows th { cursor: pointer; } #rows td { max-width: 28rem; }
+td.text { min-width: 12rem; } th { white-space: nowrap; }
+.scroll { overflow-x: auto; max-width: 100%; }
+.meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; height: auto; }
+.note { background: #fff6d6; border-left: 4px solid #e0b400; padding: 0.4rem 0.7rem; }
+dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1rem;
+          font-size: 0.85rem; } dl.prov dt { color: #666; } dl.prov dd { margin: 0; }
+.filters label { margin-right: 0.8rem; white-space: nowrap; } .filters { margin: 0.5rem 0; }
+nav ul { padding-left: 1.2rem; }
+@media (max-width: 600px) { body { margin: 0.5rem auto; } table { font-size: 0.75rem; } }
+"""
+
+MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
+
+
+def too_few_groups(frame: pl.DataFrame, by: str) -> str | None:
+    """Why ``by`` cannot be compared (fewer than two groups besides nulls), or None.
+
+    The report is written without the comparison and says so, instead of refusing it.
+
+    Examples
+    --------
+    >>> too_few_groups(pl.DataFrame({"g": ["a", "a", None]}), "g")
+    "a comparison needs two groups; 'g' has one ('a') and nulls, so the report has none"
+    """
+    column = frame.get_column(by)
+    named = column.drop_nulls().unique().sort().to_list()
+    if len(named) >= 2:
+        return None
+    has = f"one ({named[0]!r})" if named else "none"
+    nulls = " and nulls" if column.null_count() else ""
+    return f"a comparison needs two groups; {by!r} has {has}{nulls}, so the report has none"
+
+
+def _scroll(table: str) -> str:
+    return f'<div class="scroll">{table}</div>'
+
+
+def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
+    """Drop columns that are null in every row (e.g. pairing counts of unpaired data)."""
+    if frame.height == 0:
+        return frame
+    return frame.select(
+        [c for c in frame.columns if frame.get_column(c).null_count() < frame.height]
+    )
+
+
+def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
+    if not provenance:
+        return (
+            '<p class="meta">No run record: this table was not written by framekit '
+            "evaluate / evaluate_parquet / fk.io.write_parquet.</p>"
+        )
+    items = "".join(
+        f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
+        for k, v in _provenance.describe(provenance)
+    )
+    note = (
+        f'<p class="note">These scores were {html.escape(_provenance.PROXY_NOTE)}.</p>'
+        if _provenance.is_offline(provenance)
+        else ""
+    )
+    return f'{note}<dl class="prov">{items}</dl>'
+
+
+def write_html_report(
     scored: FrameLike,
-    by: str = "strategy",
-    on: str | Sequence[str] | None = None,
-    evaluators: str | Sequence[str] | None = None,
+    path: str | Path,
     *,
-    confidence: float = 0.95,
-    n_resamples: int = 2000,
-    seed: int = 0,
-    test: Test = "bootstrap",
-    direction: Direction | Mapping[str, Direction] | None = None,
-    baseline: Any = None,
-) -> pl.DataFrame:
-    """Compare the groups of ``by`` evaluator by evaluator, with tests and intervals.
+    by: str | None = None,
+    on: str | Sequence[str] | None = None,
+    title: str = "framekit report",
+    evaluators: str | Sequence[str] | None = None,
+    provenance: Mapping[str, Any] | None = None,
+    max_groups: int = MAX_GROUPS,
+) -> Path:
+    """Write one self-contained HTML file: what made the scores, summaries, the rows to act
+    on, comparison, charts.
 
-    Every pair of groups is compared (or each group with ``baseline``); the difference is
-    always ``mean_b - mean_a``. With ``on``, rows are paired across groups by that key (the
-    same question under two strategies) and the test is paired; pairs where either score
-    is null are dropped and counted in ``dropped_pairs``, keys found in one group only in
-    ``unmatched``. Without ``on``, the groups are treated as independent samples. Rows
-    whose group is null are left out. Groups are compared in sorted order.
-
-    ``test`` picks the test:
-
-    - ``"bootstrap"``: paired bootstrap of the mean difference, or, unpaired, independent
-      bootstraps of each group. The p-value inverts the percentile interval, so
-      ``p_value < 1 - confidence`` exactly when the interval excludes 0.
-    - ``"wilcoxon"``: Wilcoxon signed-rank (paired) or Mann-Whitney U (unpaired), with
-      scipy's default choice of exact or normal-approximation p-values; the interval of
-      the difference is the bootstrap one.
-    - ``"t"``: paired t-test, or Welch's unequal-variance t-test; t intervals.
-
-    With more than two groups, ``p_adjusted`` applies Holm's correction across the pairs
-    of one evaluator (with two groups it equals ``p_value``). ``winner`` names the better
-    group when ``p_adjusted < 1 - confidence``, else it is null; higher scores are better
-    unless ``direction`` says ``"minimize"`` (one value for all evaluators, or a mapping
-    from evaluator name).
+    The page starts with the run record (``provenance``: framekit version, input, judge,
+    evaluators with template versions and thresholds, mapping, counts, cost), then a table
+    of contents. "Rows to look at" lists per evaluator the rows with an error (the message)
+    and the lowest-scored rows with id columns (``trace_id``/``span_id`` included),
+    excerpts of input and output, label, score and explanation; it sorts by a click on a
+    header and filters by evaluator, label, status (error, below threshold, passed) and
+    text (plain JavaScript; the page address can preset the filter, e.g.
+    ``report.html#status=error``, and a value there that no option has is named in a
+    note while the filter shows everything). Charts are
+    embedded as base64 PNG (they need matplotlib: ``pip install 'framekit[plot]'``;
+    without it the report has tables only). Nothing is loaded from the network, and every
+    string taken from the data is HTML-escaped.
 
     Parameters
     ----------
     scored
         A frame returned by ``evaluate_dataframe``.
+    path
+        Where to write the file.
     by
-        The column holding the group (strategy, model, prompt version...).
+        Group column: adds per-group summaries, a ``compare`` table and a means chart
+        (with fewer than two groups besides nulls, a note instead of the comparison).
     on
-        Key column(s) pairing rows across groups; each key may appear once per group.
+        Pairing key for the comparison (see ``compare``).
+    title
+        Page title and heading.
     evaluators
-        Evaluator names to compare; default every evaluator found.
-    confidence, n_resamples, seed
-        Interval level, bootstrap resamples and seed (results are reproducible).
-    test
-        ``"bootstrap"``, ``"wilcoxon"`` or ``"t"`` (see above).
-    direction
-        ``"maximize"`` (default) or ``"minimize"``, or a mapping evaluator -> direction.
-    baseline
-        Compare every group with this one instead of all pairs.
+        Evaluators to report on; default all.
+    provenance
+        The run record (``fk.last_run().provenance``, or ``fk.io.read_provenance(path)``
+        of a scored Parquet file); without it the header says there is none.
+    max_groups
+        With more groups than this in ``by``, the pairwise comparison and the means chart
+        are left out and the per-group summary is cut, with a note saying so.
 
     Returns
     -------
-    polars.DataFrame
-        One row per evaluator and pair: ``evaluator``, ``group_a``, ``group_b``, per group
-        ``n_`` (scored rows), ``mean_``, ``ci_low_``, ``ci_high_`` (suffixed ``a``/``b``,
-        over all scored rows of the group, as in ``summarize``), ``n_pairs``,
-        ``dropped_pairs``, ``unmatched`` (null when unpaired), ``diff``, ``diff_ci_low``,
-        ``diff_ci_high``, ``test``, ``p_value``, ``p_adjusted``, ``winner``. Group columns
-        keep the dtype of ``by``. When paired, ``diff`` is the mean over the pairs used.
+    pathlib.Path
+        The path written.
 
     Examples
     --------
-    >>> df = pl.DataFrame({
-    ...     "strategy": ["plain"] * 8 + ["rag"] * 8,
-    ...     "question": list(range(8)) * 2,
-    ...     "rr_score": [0.0, 0.25, 0.5, 0.25, 0.0, 0.5, 0.25, 0.25,
-    ...                  0.75, 1.0, 0.75, 0.5, 0.75, 1.0, 0.5, 1.0],
-    ...     "rr_error": [None] * 16,
-    ... })
-    >>> c = compare(df, by="strategy", on="question")
-    >>> c.select("group_a", "group_b", "n_pairs", "diff", "winner").rows()
-    [('plain', 'rag', 8, 0.53125, 'rag')]
-    >>> print(describe_comparison(c))  # doctest: +ELLIPSIS
-    rr: rag is better than plain (mean difference rag - plain +0.531, 95% CI +0.375 to +0.688; ...
+    >>> import tempfile
+    >>> df = pl.DataFrame({"coherence_score": [1.0, 0.5], "coherence_error": [None, None]})
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     out = write_html_report(df, Path(tmp) / "report.html")
+    ...     "<table>" in out.read_text()
+    True
     """
-    frame = _to_polars(scored)
-    alpha = _check_options(confidence, n_resamples, seed)
-    if test not in _TEST_NAMES:
-        raise InputError(f"test must be one of {sorted(_TEST_NAMES)}, got {test!r}")
-    names = _resolve_evaluators(frame, evaluators)
-    if not isinstance(by, str):
-        raise InputError(f"compare groups by one column; got by={by!r}")
-    _resolve_columns(frame, by, "by")
-    keys = _resolve_columns(frame, on, "on")
-    if by in keys:
-        raise InputError(f"the pairing key {keys} must not include the group column {by!r}")
-
-    # Rows without a group belong to no strategy; a null winner must only mean "no winner".
-    groups = frame.get_column(by).drop_nulls().unique().sort().to_list()
-    if len(groups) < 2:
-        raise InputError(f"compare needs at least two groups in {by!r}, found {groups}")
-    pairs = _pairs(groups, baseline)
-    parts = {g: frame.filter(pl.col(by) == g) for g in groups}
-    if keys:
-        for g, part in parts.items():
-            dupes = part.drop_nulls(keys).filter(pl.struct(keys).is_duplicated())
-            if dupes.height:
-                raise InputError(
-                    f"key {keys} does not identify one row per group: {dupes.row(0, named=True)}"
-                    f" appears more than once in group {g!r}"
-                )
-
-    comparison = _Comparison(parts, keys, test, alpha, n_resamples, seed)
-    rows: list[ComparisonRow] = []
-    for name in names:
-        sign = 1.0 if _direction_of(direction, name) == "maximize" else -1.0
-        values = {
-            g: part.select(_score(name)).to_series().drop_nulls().to_numpy()
-            for g, part in parts.items()
-        }
-        cis = {
-            g: _stats.bootstrap_mean_ci(
-                x, confidence=confidence, n_resamples=n_resamples, rng=_rng(seed, name, (g,))
+    frame = to_polars(scored)
+    names = resolve_evaluators(frame, evaluators)
+    toc = [("provenance", "What made these scores"), ("summary", "Summary")]
+    sections = [
+        f"<h1>{html.escape(title)}</h1>",
+        f'<p class="meta">{frame.height} rows x {len(names)} evaluator'
+        f"{'' if len(names) == 1 else 's'}: {html.escape(', '.join(names))}</p>",
+        "@@TOC@@",
+        '<h2 id="provenance">What made these scores</h2>',
+        _provenance_html(provenance),
+        '<h2 id="summary">Summary</h2>',
+        _scroll(_html_table(_without_null_columns(summarize(frame, evaluators=names)))),
+    ]
+    toc.append(("rows-to-look-at", "Rows to look at"))
+    sections += [
+        '<h2 id="rows-to-look-at">Rows to look at</h2>',
+        rows_section(frame, names, provenance),
+    ]
+    summary_by = None
+    if by is not None:
+        groups = frame.get_column(by).n_unique()
+        note, grouped = "", frame
+        if groups > max_groups:
+            note = (
+                f'<p class="note">{groups} groups in {html.escape(by)}: the first {max_groups} '
+                "are shown, and the pairwise comparison and the means chart are left out "
+                "(pass fewer groups, e.g. a coarser column, or raise max_groups).</p>"
             )
-            for g, x in values.items()
-        }
-        results = [comparison.pair(name, values, cis, a, b) for a, b in pairs]
-        adjusted = _stats.holm([r.pvalue for _, r in results])
-        for (row, result), p_adj in zip(results, adjusted, strict=True):
-            row.p_adjusted = _num(p_adj)
-            if p_adj < alpha and result.estimate != 0:
-                row.winner = row.group_b if sign * result.estimate > 0 else row.group_a
-            rows.append(row)
-
-    schema = ComparisonRow.schema(frame.schema[by])
-    return pl.DataFrame([astuple(row) for row in rows], schema=schema, orient="row")
-
-
-def _signed(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:+.3f}"
-
-
-def describe_comparison(comparison: pl.DataFrame, *, confidence: float = 0.95) -> str:
-    """One plain-English sentence per row of a ``compare`` result.
-
-    ``confidence`` only labels the interval; pass the value given to ``compare``.
-
-    Examples
-    --------
-    >>> c = pl.DataFrame({"evaluator": ["rr"], "group_a": ["a"], "group_b": ["b"],
-    ...     "n_pairs": [None], "diff": [0.01], "diff_ci_low": [-0.05], "diff_ci_high": [0.07],
-    ...     "test": ["welch t"], "p_value": [0.7], "p_adjusted": [0.7], "winner": [None]})
-    >>> print(describe_comparison(c))
-    rr: no significant difference between a and b (mean difference b - a +0.010, 95% CI -0.050 to +0.070; welch t p = 0.7).
-    """
-    level = f"{confidence * 100:g}%"
-    lines = []
-    for row in comparison.iter_rows(named=True):
-        a, b, winner = row["group_a"], row["group_b"], row["winner"]
-        if row["diff"] is None or row["p_value"] is None:
-            lines.append(f"{row['evaluator']}: {a} vs {b}: not enough scored rows to test.")
-            continue
-        p = f"{row['test']} p = {row['p_value']:.3g}"
-        if row["p_adjusted"] is not None and row["p_adjusted"] != row["p_value"]:
-            p += f", Holm-adjusted {row['p_adjusted']:.3g}"
-        if row.get("n_pairs") is not None:
-            p += f", {row['n_pairs']} pairs"
-        ci = f"{level} CI {_signed(row['diff_ci_low'])} to {_signed(row['diff_ci_high'])}"
-        if winner is None:
-            lines.append(
-                f"{row['evaluator']}: no significant difference between {a} and {b} "
-                f"(mean difference {b} - {a} {_signed(row['diff'])}, {ci}; {p})."
+            # Cut before summarizing: every group costs its own bootstrap.
+            shown = frame.get_column(by).unique().sort(nulls_last=True).head(max_groups)
+            grouped = frame.filter(pl.col(by).is_in(shown.implode()))
+        summary_by = summarize(grouped, by, evaluators=names)
+        toc.append(("by", f"Summary by {by}"))
+        sections += [
+            f'<h2 id="by">Summary by {html.escape(by)}</h2>',
+            note,
+            _scroll(_html_table(_without_null_columns(summary_by))),
+        ]
+        single = too_few_groups(frame, by)
+        if single is not None:
+            sections.append(f'<p class="note">{html.escape(single)}.</p>')
+        elif groups <= max_groups:
+            comparison = compare(frame, by, on, names)
+            sentences = "".join(
+                f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
             )
-        else:
-            # Say it as "winner - loser", flipping the sign of b - a when a won.
-            loser, flip = (a, 1.0) if winner == b else (b, -1.0)
-            bounds = (row["diff_ci_low"], row["diff_ci_high"])
-            low, high = (None, None) if None in bounds else sorted(flip * v for v in bounds)
-            lines.append(
-                f"{row['evaluator']}: {winner} is better than {loser} "
-                f"(mean difference {winner} - {loser} {_signed(flip * row['diff'])}, "
-                f"{level} CI {_signed(low)} to {_signed(high)}; {p})."
+            toc.append(("comparison", f"Comparison of {by}"))
+            sections += [
+                f'<h2 id="comparison">Comparison of {html.escape(by)}</h2>',
+                f"<ul>{sentences}</ul>",
+                _scroll(_html_table(_without_null_columns(comparison))),
+            ]
+        if groups > max_groups:
+            summary_by = None
+    toc.append(("charts", "Charts"))
+    sections.append('<h2 id="charts">Charts</h2>')
+    try:
+        from framekit.analysis import plot
+
+        sections.append(
+            _png_tag(
+                plot.distributions(frame, names, by if summary_by is not None else None),
+                "score distributions",
             )
-    return "\n".join(lines)
-
-
-__all__ = [
-    "compare",
-    "describe_comparison",
-    "evaluator_names",
-    "failures",
-    "summarize",
-]
+        )
+        if summary_by is not None and by is not None:
+            sections.append(
+                _png_tag(plot.means_from_summary(summary_by, by), f"mean score by {by}")
+            )
+    except ModuleNotFoundError as exc:
+        warnings.warn(f"HTML report written without charts: {exc}", stacklevel=2)
+        sections.append(f"<p>{html.escape(str(exc))}</p>")
+    errors = failures(frame, evaluators=names)
+    if errors.height:
+        toc.append(("errors", "Errors by message"))
+        sections += ['<h2 id="errors">Errors by message</h2>', _scroll(_html_table(errors))]
+    nav = (
+        "<nav><ul>"
+        + "".join(f'<li><a href="#{anchor}">{html.escape(text)}</a></li>' for anchor, text in toc)
+        + "</ul></nav>"
+    )
+    sections[sections.index("@@TOC@@")] = nav
+    document = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(s for s in sections if s)
+        + "\n</body>\n</html>\n"
+    )
+    target = Path(path)
+    target.write_text(document, encoding="utf-8")
+    return target

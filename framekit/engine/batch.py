@@ -25,21 +25,18 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any
 
-import aiohttp
-
 from framekit import _secrets
-from framekit._errors import BatchPending, JudgeError
+from framekit._errors import BatchPending, FaultRaised, JudgeError
+from framekit._progress import BatchBar
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
-from framekit.engine.executor import MAX_REASKS, ChatExecutor, Outcome
+from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
-from framekit.judges.base import ChatRequest
 from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
-from framekit.judges.batch.base import BatchHTTPError
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge
 from framekit.judges.pricing import cost as price_of
-from framekit.judges.structured import ParseFailure, build_call_kwargs, parse_answer, reask_message
-from framekit.judges.transport import Mode
+from framekit.judges.request import ChatRequest, Modes, build_call_kwargs, read_reply
 
 #: Longest pause between two polls of a batch, in seconds.
 MAX_POLL = 60.0
@@ -72,9 +69,15 @@ class BatchExecutor:
     """Runs the unique chat requests of one run against one judge, as provider batches."""
 
     def __init__(
-        self, judge: Judge, cache: Cache, stats: RunStats, show_progress: bool = False
+        self,
+        judge: Judge,
+        cache: Cache,
+        stats: RunStats,
+        show_progress: bool = False,
+        limiter: Limiter | None = None,
     ) -> None:
         self.judge = judge
+        self.limiter = limiter  # for lines sent directly (batch_followup="direct")
         self.cache = cache
         self.stats = stats
         self.show = show_progress
@@ -82,7 +85,7 @@ class BatchExecutor:
         self.store = ManifestStore.of_cache(cache.path if cache.writable else None)
         # Structured output as the provider's batch endpoint takes it; like the chat
         # executor's, the mode belongs to this run (it falls back when rejected).
-        self.mode: Mode = "tool" if self.client.provider == "anthropic" else "json_schema"
+        self.modes = Modes("tool" if self.client.provider == "anthropic" else "json_schema")
         # Where manifests say the batches went: never with credentials in the URL.
         self.endpoint = recorded_endpoint(self.client.api_base)
         # OpenAI's batch rates are OpenAI's: at a custom api_base the cost is unknown.
@@ -95,7 +98,7 @@ class BatchExecutor:
         self.resumed: set[str] = set()
         self._shape_memo: dict[tuple[Any, ...], ChatRequest] = {}
         self._on_done: Callable[[str, Outcome], None] = lambda key, outcome: None
-        self._bar: _StatusBar | None = None
+        self._bar: BatchBar | None = None
 
     # -- the run -----------------------------------------------------------------------
     async def run(
@@ -148,7 +151,7 @@ class BatchExecutor:
             sources = manifests
             if not followups:
                 manifests = []
-            elif self.judge.batch_followup == "direct":
+            elif self.judge.batching.followup == "direct":
                 await self._direct(followups)
                 manifests = []
             else:
@@ -196,7 +199,7 @@ class BatchExecutor:
 
         try:
             for key, messages, shape in lines:
-                call = build_call_kwargs(shape, messages, self.mode)
+                call = build_call_kwargs(shape, messages, self.modes.current)
                 # Prompt mode adds its instruction to the messages; the others do not.
                 data = client.encode(custom_id(key), call.pop("messages"), call)
                 if (
@@ -206,7 +209,7 @@ class BatchExecutor:
                 ):
                     close()
                     manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
-                    manifest.mode = self.mode
+                    manifest.mode = self.modes.current
                     spool = self.store.spool_of(manifest)
                     handle = open(spool, "wb")  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
@@ -267,7 +270,7 @@ class BatchExecutor:
                     if status.tag == m.local_id:
                         found = status
                         break
-        except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError):
+        except FaultRaised:
             found = None
         if found is None:
             self.store.discard(m)
@@ -284,15 +287,14 @@ class BatchExecutor:
                     self.store.spool_of(m), len(m.keys), {"framekit": m.local_id}
                 )
                 break
-            except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                transient = not isinstance(exc, BatchHTTPError) or exc.transient
-                if not transient or attempt >= self.judge.max_retries:
-                    m.state, m.reason = "failed", self._redact(_reason(exc))
+            except FaultRaised as exc:
+                if not _transient(exc) or attempt >= self.judge.max_retries:
+                    m.state, m.reason = "failed", self._redact(exc.fault.reason)
                     self.store.save(m)
                     self.store.drop_spool(m)
                     raise JudgeError(
                         f"the {self.client.provider} batch API refused a batch at "
-                        f"{self._where()}: {self._redact(_reason(exc))}"
+                        f"{self._where()}: {self._redact(exc.fault.reason)}"
                     ) from None
                 attempt += 1
                 await asyncio.sleep(min(MAX_POLL, 0.5 * 2**attempt))
@@ -311,18 +313,17 @@ class BatchExecutor:
         status when the run stops waiting first (``wait=False`` or the timeout)."""
         assert m.batch_id is not None
         self.open[m.batch_id] = m
-        delay, failures = self.judge.batch_poll, 0
+        delay, failures = self.judge.batching.poll_s, 0
         started = time.monotonic()
         while True:
             try:
                 status = await self.client.retrieve(m.batch_id)
                 failures = 0
-            except (BatchHTTPError, aiohttp.ClientError, asyncio.TimeoutError) as exc:
-                transient = not isinstance(exc, BatchHTTPError) or exc.transient
+            except FaultRaised as exc:
                 failures += 1
-                if not transient or failures > MAX_POLL_FAILURES:
+                if not _transient(exc) or failures > MAX_POLL_FAILURES:
                     raise JudgeError(
-                        f"could not check batch {m.batch_id} at {self._where()}: {self._redact(_reason(exc))}. "
+                        f"could not check batch {m.batch_id} at {self._where()}: {self._redact(exc.fault.reason)}. "
                         "It goes on at the provider; run the same call again to collect it."
                     ) from None
                 await asyncio.sleep(delay)
@@ -335,7 +336,7 @@ class BatchExecutor:
             if status.done:
                 break
             waited_h = (time.monotonic() - started) / 3600
-            if not self.judge.wait or waited_h >= self.judge.batch_timeout:
+            if not self.judge.batching.wait or waited_h >= self.judge.batching.timeout_h:
                 return status
             await asyncio.sleep(delay)
             delay = min(MAX_POLL, delay * 1.5)
@@ -367,7 +368,7 @@ class BatchExecutor:
                 continue  # a duplicate, another run's key, or already settled
             seen.add(key)
             if line.error is not None:
-                if line.mode_rejected and self._downgrade(m.mode):
+                if line.mode_rejected and self.modes.rejected(m.mode):
                     followups[key] = (m, [])  # the endpoint's fault, not the request's
                     continue
                 error = self._redact(line.error)
@@ -384,24 +385,22 @@ class BatchExecutor:
             if cost is not None:
                 self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
                 m.cost_usd += cost
-            try:
-                answer = parse_answer(line.text, line.refusal, self.shapes[key])
-            except ParseFailure as failure:
-                used = self.reasks.get(key, 0)
-                if failure.kind != "refusal" and used < MAX_REASKS:
-                    self.reasks[key] = used + 1
-                    self.stats.reasks += 1
-                    extra = [
-                        {"role": "assistant", "content": line.text or ""},
-                        {"role": "user", "content": reask_message(failure, self.shapes[key])},
-                    ]
-                    followups[key] = (m, extra)
-                else:
-                    suffix = f" (after {used} re-asks)" if used else ""
-                    self._settle(key, Outcome(None, str(failure) + suffix, tokens, cost))
+            used = self.reasks.get(key, 0)
+            reading = read_reply(
+                line.text, line.refusal, self.shapes[key], used, self.client.secrets
+            )
+            if reading.reask is not None:
+                self.reasks[key] = used + 1
+                self.stats.reasks += 1
+                followups[key] = (m, reading.reask)
                 continue
-            batch.append((key, {"answer": answer, "tokens": tokens, "cost_usd": cost}))
-            outcomes.append(Outcome(answer, None, tokens, cost, time.time() - m.created))
+            answer = reading.answer
+            if answer is None:
+                self._settle(key, Outcome(None, reading.error, tokens, cost))
+                continue
+            outcome = Outcome(answer, None, tokens, cost, time.time() - m.created)
+            batch.append((key, outcome.entry()))
+            outcomes.append(outcome)
             if len(batch) >= CACHE_CHUNK:
                 self._store_answers(batch, outcomes)
         self._store_answers(batch, outcomes)
@@ -431,15 +430,6 @@ class BatchExecutor:
             self._settle(key, outcome)
         batch.clear()
         outcomes.clear()
-
-    def _downgrade(self, sent: str) -> bool:
-        """The endpoint rejected the mode ``sent``: use the next one (json_schema -> tool ->
-        prompt) for the rest of this run, as the chat executor does."""
-        if sent == "prompt":
-            return False
-        if self.mode == sent:
-            self.mode = "tool" if sent == "json_schema" else "prompt"
-        return True
 
     def _line_failed(
         self,
@@ -474,8 +464,8 @@ class BatchExecutor:
             )
         ]
         self._say(f"sending {len(items)} failed batch lines directly")
-        direct = ChatExecutor(self.judge, self.cache, self.stats)
-        direct.mode = self.mode  # a mode the endpoint already rejected is not tried again
+        # The run's modes: one the endpoint already rejected is not tried again.
+        direct = ChatExecutor(self.judge, self.cache, self.stats, self.limiter, self.modes)
         await direct.run(items, self._settle)
 
     # -- telling the user -------------------------------------------------------------------
@@ -485,8 +475,8 @@ class BatchExecutor:
         )
         why = (
             "wait=False"
-            if not self.judge.wait
-            else f"still running after {self.judge.batch_timeout:g} h"
+            if not self.judge.batching.wait
+            else f"still running after {self.judge.batching.timeout_h:g} h"
         )
         raise BatchPending(
             f"batch(es) {states} go on at the provider ({why}); nothing is lost: run the same "
@@ -516,7 +506,7 @@ class BatchExecutor:
         if not self.show:
             return
         if self._bar is None:
-            self._bar = _StatusBar()
+            self._bar = BatchBar()
         assert m.batch_id is not None
         self._bar.update(m.batch_id, status)
 
@@ -544,30 +534,6 @@ async def _results(client: BatchClient, status: BatchStatus) -> AsyncIterator[An
         yield line
 
 
-def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if not isinstance(exc, BatchHTTPError) else str(exc)
-
-
-class _StatusBar:
-    """A second progress line: each batch's provider state and counts, elapsed time."""
-
-    def __init__(self) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(
-            total=0, desc="batch", unit="req", position=1, leave=False, dynamic_ncols=True
-        )
-        self.states: dict[str, BatchStatus] = {}
-
-    def update(self, batch_id: str, status: BatchStatus) -> None:
-        self.states[batch_id] = status
-        total = sum(s.total for s in self.states.values())
-        done = sum(s.completed + s.failed for s in self.states.values())
-        failed = sum(s.failed for s in self.states.values())
-        words = sorted({s.state.replace("_", " ") for s in self.states.values()})
-        self.bar.total = total
-        self.bar.n = done
-        self.bar.set_postfix_str(f"{'/'.join(words)}; {done - failed} completed, {failed} failed")
-
-    def close(self) -> None:
-        self.bar.close()
+def _transient(failed: FaultRaised) -> bool:
+    """Whether asking the batch API again may help (429, 5xx, a dropped connection)."""
+    return failed.fault.kind in ("transient", "rate_limited")

@@ -1,11 +1,12 @@
 """What a run would send, before sending anything: ``framekit evaluate --dry-run``.
 
-The dry run is a second reader of the planner's plan, not a copy of it: the mapping is
-resolved and identical records are collapsed as for a real run (``engine.jobs``), and the
-planner itself prepares the records and plans the chat requests (``prepare_records``,
-``plan_chats``), keyed by the cache keys a real run uses. Distinct keys not already in the
-cache are the requests a real run sends (one each, when nothing is retried or re-asked),
-so the count matches ``RunStats.requests_sent`` of that run.
+The dry run is a second reader of a real run's plan, not a copy of it: each frame is
+prepared exactly as for a run (:func:`framekit.engine.prepare.prepare`: the mapping,
+identical rows collapsed, records fitted to the context window) and the planner's own
+:class:`~framekit.engine.planner.ChatPlan` keys its chat requests as a real run does.
+Distinct keys not already in the cache are the requests a real run sends (one each, when
+nothing is retried or re-asked), so the count matches ``RunStats.requests_sent`` of that
+run.
 
 Token and cost figures are estimates: prompt tokens are characters / 4 (no tokenizer is
 loaded: litellm's may try to download one), answers are assumed to be
@@ -25,18 +26,18 @@ from typing import Any
 
 import polars as pl
 
+from framekit._aio import run_sync
 from framekit._errors import RecordError
-from framekit._mapping import MappingValue, resolve_mapping
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.embeddings import embedding_key
-from framekit.engine.jobs import JudgeResolver, check_evaluators, distinct_records
-from framekit.engine.planner import Job, plan_chats, prepare_records
-from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike
+from framekit.engine.planner import ChatPlan
+from framekit.engine.prepare import MappingValue, prepare
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.pricing import cost
+from framekit.judges.resolve import JudgeResolver
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
@@ -174,43 +175,32 @@ def plan_requests(
     chats: dict[str, tuple[str, str, int, bool, bool]] = {}
     priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
     texts: dict[str, None] = {}
-    needed = {f for ev in evs for f in ev.fields}
     for frame in frames:
         plan.rows += frame.height
         plan.evaluations += frame.height * len(evs)
         if frame.height == 0:
             continue
-        fields = resolve_mapping(frame, mapping, needed)
-        for ev in evs:
-            ev.check_fields(fields.available, frame.columns)
-        jobs = []
-        for ev in evs:
-            names = [f for f in ev.fields if f in fields.available]
-            records, _, weights = distinct_records(fields.columns, names, frame.height)
-            plan.skipped += len({i for f in ev.fields for i in fields.row_errors.get(f, {})})
-            jobs.append(Job(ev, judge_for(ev), records, weights))
-        # The planner's own steps: the records a real run prepares, the requests it plans.
-        prepared = prepare_records(jobs)
-        planned_chats = plan_chats(jobs, prepared)
-        for key, planned in planned_chats.items():
+        # A real run's own steps: the records it prepares, the requests it plans.
+        prepared = run_sync(prepare(frame, evs, mapping, judge_for))
+        planned = ChatPlan(prepared)
+        for key in planned:
             if key not in chats:
-                j, _ = planned.slots[0]
-                messages = planned_chats.request(key).messages
+                sender = planned.judge(key)
+                messages = planned.request(key).messages
                 chars = sum(len(str(m.get("content") or "")) for m in messages)
-                sender = planned.judge
-                batch = bool(getattr(sender, "batch", False))
                 if id(sender) not in priced:
-                    priced[id(sender)] = not isinstance(sender, Judge) or list_priced(sender)
-                name = jobs[j].evaluator.name
-                chats[key] = (name, sender.model, chars, batch, priced[id(sender)])
-        for job, rows in zip(jobs, prepared):
-            for i, record in enumerate(rows):
-                if record is not None and isinstance(job.judge, LocalJudge):
+                    priced[id(sender)] = list_priced(sender)
+                name = planned[key][0][0].evaluator.name
+                chats[key] = (name, sender.model, chars, sender.batch, priced[id(sender)])
+        for share in prepared:
+            if isinstance(share.judge, LocalJudge):
+                for record in share.pending():
+                    assert record.fields is not None
                     try:
-                        texts.update(dict.fromkeys(job.evaluator.local_texts(record)))
+                        texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
                     except RecordError as exc:
-                        job.results[i].error = str(exc)
-            plan.skipped += sum(w for r, w in zip(job.results, job.weights) if r.error)
+                        record.fail(str(exc))
+            plan.skipped += share.failures()
     keys = list(chats)
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)

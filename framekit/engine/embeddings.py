@@ -1,17 +1,37 @@
-"""Embedding texts once: deduplicated, cached on disk by (model, text), batched off-loop."""
+"""The embedding stage of a run: texts embedded once, then the verdicts that need them.
+
+The offline judge's records, and the LLM answers that embeddings must follow
+(AnswerRelevancy's regenerated questions), are embedded here after the chat stage. Every
+distinct text is embedded once per run, cached on disk by (model, text), in batches
+off the event loop; a backend that calls out over the network classifies its own
+failures, and those every call would meet stop the run as they do for chat calls.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError
+from framekit import _progress
+from framekit._errors import (
+    JudgeAuthenticationError,
+    JudgeConfigurationError,
+    JudgeError,
+    RecordError,
+    one_line,
+)
+from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache
+from framekit.engine.prepare import Prepared, Record
 from framekit.engine.stats import RunStats
+from framekit.judges.faults import Fault
+from framekit.judges.judge import Judge
+from framekit.judges.local import LocalJudge
 
 
 class EmbeddingBackend(Protocol):
@@ -23,7 +43,13 @@ class EmbeddingBackend(Protocol):
     @property
     def batch_size(self) -> int: ...
 
+    async def prepare(self) -> None:
+        """Get ready (load a model) before a run pays for answers that will need it."""
+
     async def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def classify(self, exc: BaseException) -> Fault | None:
+        """What a failed :meth:`embed` means (``None``: not a call that may pass)."""
 
 
 def embedding_key(model_id: str, text: str) -> str:
@@ -54,9 +80,7 @@ async def embed_texts(
         return vectors
     bar = None
     if progress:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(misses), desc="embedding", unit="text", leave=False)
+        bar = _progress.bar(len(misses), "embedding", "text", leave=False)
     # Long texts last: batches of similar length pad less.
     misses.sort(key=len)
     try:
@@ -83,10 +107,9 @@ async def _embed_with_retries(
             return await backend.embed(batch)
         except Exception as exc:
             # A backend that calls out over the network classifies its own failures.
-            classify = getattr(backend, "classify", None)
-            if classify is None:
+            fault = backend.classify(exc)
+            if fault is None:
                 raise
-            fault = classify(exc)
             # Faults every call would meet stop the run, as they do for chat calls.
             if fault.kind == "auth":
                 raise JudgeAuthenticationError(fault.reason) from None
@@ -96,3 +119,99 @@ async def _embed_with_retries(
                 raise
             await asyncio.sleep(fault.retry_after or min(30.0, 0.5 * 2**attempt))
     raise AssertionError("unreachable")
+
+
+# -- the stage of a run that embeds -----------------------------------------------------
+
+
+async def ready_embedders(prepared: Sequence[Prepared]) -> None:
+    """Load the embedding models that LLM answers will need before paying for a single
+    answer: a missing offline model would otherwise show only after every call was made."""
+    for share in prepared:
+        if isinstance(share.judge, Judge) and share.embeds_answers:
+            await share.evaluator.embedding_backend(share.judge).prepare()
+
+
+@dataclass
+class _Need:
+    """The texts one record needs embedded before its verdict, and who embeds them."""
+
+    share: Prepared
+    record: Record
+    texts: list[str]
+    backend: str | None = None  # model id of the backend; None when nothing is embedded
+
+
+@dataclass
+class _Batch:
+    """Every text one embedding backend embeds in a run, and what came back."""
+
+    backend: EmbeddingBackend
+    texts: list[str] = field(default_factory=list)
+    vectors: dict[str, np.ndarray] = field(default_factory=dict)
+    error: str | None = None
+
+
+async def embedding_stage(
+    prepared: Sequence[Prepared], cache: Cache, stats: RunStats, show_progress: bool
+) -> None:
+    """Embed what the verdicts of ``prepared`` (shares whose verdicts follow embeddings:
+    :attr:`Prepared.embeds <framekit.engine.prepare.Prepared.embeds>`) still need, then
+    turn them into verdicts."""
+    needs: list[_Need] = []
+    batches: dict[str, _Batch] = {}
+    for share in prepared:
+        ev, judge = share.evaluator, share.judge
+        for record in share.pending():
+            assert record.fields is not None
+            try:
+                if isinstance(judge, LocalJudge):
+                    texts = ev.local_texts(record.fields)
+                    backend: EmbeddingBackend | None = judge
+                else:
+                    assert record.answer is not None, "embeddings follow an answer"
+                    texts = ev.embedding_texts(record.fields, record.answer)
+                    backend = ev.embedding_backend(judge) if texts else None
+            except RecordError as exc:
+                record.fail(str(exc))
+                continue
+            need = _Need(share, record, texts)
+            if backend is not None and texts:
+                need.backend = backend.model_id
+                batch = batches.setdefault(backend.model_id, _Batch(backend))
+                batch.texts.extend(texts)
+            needs.append(need)
+
+    for batch in batches.values():
+        try:
+            batch.vectors = await embed_texts(
+                batch.backend, batch.texts, cache, stats, show_progress
+            )
+        except JudgeError:
+            raise  # the run stops (a missing offline model, a rejected key): no row can pass
+        except Exception as exc:
+            batch.error = redact(
+                f"embedding failed: {type(exc).__name__}: {one_line(str(exc), 160)}",
+                registered(),
+            )
+
+    for need in needs:
+        record = need.record
+        source = batches[need.backend] if need.backend is not None else None
+        if source is not None and source.error is not None:
+            record.fail(source.error)
+            continue
+        vecs = [source.vectors[t] for t in need.texts] if source is not None else []
+        if not isinstance(need.share.judge, LocalJudge):
+            assert record.answer is not None
+            need.share.judge_answer(record, record.answer, vecs)
+            continue
+        assert record.fields is not None
+        try:
+            verdict = need.share.evaluator.local_verdict(record.fields, vecs)
+        except RecordError as exc:
+            record.fail(str(exc))
+            continue
+        record.free()
+        stats.cost_usd = stats.cost_usd or 0.0  # the offline judge is free
+        record.settle(verdict)

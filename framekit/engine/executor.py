@@ -5,6 +5,12 @@ parsed answer is written to the cache the moment it arrives, so a killed run los
 the calls in flight. Just before a request goes out the cache is asked again, so a second
 process working through the same rows does not pay for answers the first one already has.
 
+Two runs at once in one process (two threads of a notebook) would each find the same
+misses and pay for every one twice; with one table of calls in flight per cache
+directory (:class:`InFlight`), the second run to want an answer waits for the first
+run's call and takes its answer (a failed call is made again by the waiting run, which
+has its own retry budget).
+
 When the endpoint as a whole is down, rows do not pay for it: retries during an outage
 (see :class:`~framekit.engine.limiter.EndpointHealth`) are not counted against each
 request's ``max_retries``. The outage itself has a budget, and some failures stop the
@@ -19,6 +25,9 @@ exit 2 in the command line), the last two may pass (exit 1).
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import os
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
@@ -26,18 +35,14 @@ from typing import Any
 
 from framekit import _secrets
 from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
-from framekit.engine.cache import Cache
-from framekit.engine.inflight import table_for, wait_for
-from framekit.engine.limiter import RateLimiter
+from framekit.engine.cache import Cache, NullCache
+from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.stats import RunStats
-from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
-from framekit.judges.litellm_judge import Judge
-from framekit.judges.structured import ParseFailure, parse_answer, reask_message
-from framekit.judges.transport import NEXT_MODE, Mode, RawReply
+from framekit.judges.judge import Judge
+from framekit.judges.request import ChatRequest, Modes, read_reply
+from framekit.judges.transport import RawReply, Transport
 
-#: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
-MAX_REASKS = 2
 #: A run that sent at least this many requests with this process's CPU at least this busy
 #: (CPU seconds per second) was held back by the client: the summary says so.
 CPU_HINT_MIN_REQUESTS = 500
@@ -58,7 +63,7 @@ def outage_budget(max_retries: int) -> float:
 
 @dataclass
 class Outcome:
-    """The result of one unique request."""
+    """The result of one unique request: its answer or its error, and what it cost."""
 
     answer: dict[str, Any] | None
     error: str | None
@@ -66,6 +71,15 @@ class Outcome:
     cost_usd: float | None = None
     latency_s: float | None = None
     cached: bool = False
+
+    @classmethod
+    def from_entry(cls, entry: dict[str, Any]) -> Outcome:
+        """The outcome of a request answered from the cache (free, instant)."""
+        return cls(entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True)
+
+    def entry(self) -> dict[str, Any]:
+        """What the cache keeps of an answered request."""
+        return {"answer": self.answer, "tokens": self.tokens, "cost_usd": self.cost_usd}
 
 
 @dataclass
@@ -110,6 +124,59 @@ def cpu_hint(requests: int, busy: float, processes: int, transport: str) -> str 
     )
 
 
+_tables: dict[str, InFlight] = {}
+_tables_lock = threading.Lock()
+
+
+class InFlight:
+    """Keys being answered right now, each with the future its answer will arrive on.
+
+    Futures are ``concurrent.futures`` ones because the runs sharing a table run on
+    different event loops in different threads.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: dict[str, concurrent.futures.Future[Any]] = {}
+
+    def claim(self, key: str) -> concurrent.futures.Future[Any] | None:
+        """``None``: the caller now owns the call and must :meth:`finish` it; otherwise
+        the future of the run that owns it."""
+        with self._lock:
+            owner = self._calls.get(key)
+            if owner is not None:
+                return owner
+            self._calls[key] = concurrent.futures.Future()
+            return None
+
+    def finish(self, key: str, outcome: Any) -> None:
+        """Publish the owner's outcome (``None``: no answer) to every waiting run."""
+        with self._lock:
+            future = self._calls.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(outcome)
+
+    def __len__(self) -> int:
+        return len(self._calls)
+
+
+async def wait_for(future: concurrent.futures.Future[Any]) -> Any:
+    """Await another run's call without ever cancelling it (shielded)."""
+    return await asyncio.shield(asyncio.wrap_future(future))
+
+
+def table_for(cache: Cache) -> InFlight | None:
+    """The in-flight table of a cache directory; ``None`` without a cache."""
+    if isinstance(cache, NullCache):
+        return None
+    path = os.path.realpath(cache.path)
+    with _tables_lock:
+        table = _tables.get(path)
+        if table is None:
+            table = _tables[path] = InFlight()
+        return table
+
+
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
     """Rough pre-call estimate for the TPM bucket (about 4 characters a token)."""
     chars = sum(len(str(m.get("content") or "")) for m in messages)
@@ -117,21 +184,32 @@ def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
 
 
 class ChatExecutor:
-    """Runs the unique chat requests of one run against one judge."""
+    """Runs the unique chat requests of one run against one judge.
 
-    def __init__(self, judge: Judge, cache: Cache, stats: RunStats, seed: int | None = None):
+    ``limiter`` paces the calls (default: a :class:`~framekit.engine.limiter.RateLimiter`
+    of the judge's own limits; ``framekit.ray`` hands in the cluster's); ``modes`` is the
+    run's structured-output mode, shared with a batch run's direct follow-up.
+    """
+
+    def __init__(
+        self,
+        judge: Judge,
+        cache: Cache,
+        stats: RunStats,
+        limiter: Limiter | None = None,
+        modes: Modes | None = None,
+        seed: int | None = None,
+    ):
         self.judge = judge
+        self.limits, self.max_tokens = judge.limits, judge.decoding.max_tokens
         self.cache = cache
         self.stats = stats
-        # A judge may carry a limiter shared beyond this process (framekit.ray installs
-        # one that asks the cluster's limiter actor); it has RateLimiter's interface.
-        shared = getattr(judge, "shared_limiter", None)
-        self.limiter = shared or RateLimiter(judge.rpm, judge.tpm, seed=seed)
-        #: The structured-output mode of this run: it falls back (json_schema -> tool ->
-        #: prompt) when the endpoint rejects one, without touching the user's judge.
-        self.mode: Mode = "json_schema"
+        self.limiter: Limiter = limiter or RateLimiter(judge.rpm, judge.tpm, seed=seed)
+        self.modes = modes or Modes()
         # Shared with other runs of this process on the same cache directory.
         self.inflight = table_for(cache)
+        self.secrets: list[str] = []
+        self._transport: Transport | None = None
 
     async def run(
         self,
@@ -139,12 +217,15 @@ class ChatExecutor:
         on_done: Callable[[str, Outcome], None],
     ) -> None:
         """Send every ``(key, request)``; ``on_done`` is called as each finishes."""
-        await self.judge.prepare()
-        if self.judge.transport not in self.stats.transports:
-            self.stats.transports.append(self.judge.transport)
+        self._transport = await self.judge.open()
+        self.secrets = self.judge.secrets
+        name = self._transport.name
+        if name not in self.stats.transports:
+            self.stats.transports.append(name)
         queue = iter(items)
         workers = [
-            asyncio.create_task(self._worker(queue, on_done)) for _ in range(self.judge.concurrency)
+            asyncio.create_task(self._worker(queue, on_done))
+            for _ in range(self.limits.concurrency)
         ]
         sent_before = self.stats.requests_sent
         cpu_started, wall_started = time.process_time(), time.perf_counter()
@@ -157,7 +238,7 @@ class ChatExecutor:
             await self.judge.release()
         busy = (time.process_time() - cpu_started) / max(1e-9, time.perf_counter() - wall_started)
         sent = self.stats.requests_sent - sent_before
-        hint = cpu_hint(sent, busy, self.judge.processes, self.judge.transport)
+        hint = cpu_hint(sent, busy, self.judge.processes, name)
         if hint is not None:
             self.stats.hints.append(hint)
 
@@ -167,7 +248,7 @@ class ChatExecutor:
             if entry is not None:
                 # Another process (or an earlier, interrupted run) answered it meanwhile.
                 self.stats.cache_hits += 1
-                on_done(key, _cached_outcome(entry))
+                on_done(key, Outcome.from_entry(entry))
                 continue
             owner = self.inflight.claim(key) if self.inflight is not None else None
             if owner is not None:
@@ -181,14 +262,7 @@ class ChatExecutor:
             try:
                 outcome = await self.send(request, key)
                 if outcome.answer is not None:
-                    self.cache.set(
-                        key,
-                        {
-                            "answer": outcome.answer,
-                            "tokens": outcome.tokens,
-                            "cost_usd": outcome.cost_usd,
-                        },
-                    )
+                    self.cache.set(key, outcome.entry())
             finally:
                 if owner is None and self.inflight is not None:
                     self.inflight.finish(key, outcome)
@@ -196,12 +270,14 @@ class ChatExecutor:
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
         """One request through pacing, retries and re-asks, to an answer or an error."""
+        assert self._transport is not None, "run() opens the judge first"
         progress = _Progress(list(request.messages), time.perf_counter())
         while True:
-            estimate = await self._pace(progress)
-            mode = self.mode
+            estimate = estimate_tokens(progress.messages, self.max_tokens)
+            await self.limiter.acquire(estimate)
+            mode = self.modes.current
             self.stats.requests_sent += 1
-            result = await self.judge.call(request, progress.messages, mode)
+            result = await self._transport.call(request, progress.messages, mode)
             if isinstance(result, Fault):
                 outcome = await self._handle_fault(result, mode, progress, key or str(id(request)))
             else:
@@ -209,31 +285,22 @@ class ChatExecutor:
             if outcome is not None:
                 return outcome
 
-    async def _pace(self, progress: _Progress) -> int:
-        """Wait for the limiter; returns the token estimate taken from the TPM bucket."""
-        estimate = estimate_tokens(progress.messages, self.judge.max_tokens)
-        await self.limiter.acquire(estimate)
-        return estimate
-
     async def _handle_fault(
-        self, fault: Fault, mode: Mode, progress: _Progress, key: str
+        self, fault: Fault, mode: str, progress: _Progress, key: str
     ) -> Outcome | None:
         """Decide what a failed attempt means: ``None`` to send again, else the outcome.
 
         Raises :class:`JudgeError` when no row of the run could succeed.
         """
-        judge, health = self.judge, self.limiter.health
+        limits, health = self.limits, self.limiter.health
         self.limiter.observe(fault.headers)
         if fault.kind == "auth":
             raise JudgeAuthenticationError(fault.reason) from None
         if fault.kind == "config":
             raise JudgeConfigurationError(fault.reason) from None
-        fallback = NEXT_MODE[mode]
-        if fault.kind == "mode" and fallback is not None:
-            # The endpoint rejects this structured-output mode: fall back once for the run
-            # (other workers may have already), then resend.
-            if self.mode == mode:
-                self.mode = fallback
+        if fault.kind == "mode" and self.modes.rejected(mode):
+            # The endpoint rejects this structured-output mode: the run falls back (other
+            # workers may have already), and this request is sent again.
             return None
         retryable = fault.kind in ("rate_limited", "transient")
         if retryable:
@@ -241,8 +308,8 @@ class ChatExecutor:
         self._stop_if_endpoint_is_down(fault)
         # During an outage the endpoint, not the request, is at fault: retry without
         # spending the request's budget (the outage has its own).
-        outage = health.in_outage and judge.max_retries > 0
-        if not retryable or not (outage or progress.retries < judge.max_retries):
+        outage = health.in_outage and limits.max_retries > 0
+        if not retryable or not (outage or progress.retries < limits.max_retries):
             suffix = f" (after {progress.retries} retries)" if progress.retries else ""
             return progress.outcome(None, fault.reason + suffix)
         self.stats.retries += 1
@@ -260,13 +327,9 @@ class ChatExecutor:
     def _take_reply(
         self, raw: RawReply, estimate: int, request: ChatRequest, progress: _Progress
     ) -> Outcome | None:
-        """Account for an answer and parse it: the outcome, or ``None`` after queueing a
+        """Account for an answer and read it: the outcome, or ``None`` after queueing a
         re-ask (an unreadable answer or an out-of-rubric label)."""
-        stats, secrets = self.stats, self.judge.secrets
-        # An endpoint may echo credentials into its answer: they must not reach the
-        # cache, the output or a re-ask.
-        raw.text = _secrets.redact(raw.text, secrets) if raw.text else raw.text
-        raw.refusal = _secrets.redact(raw.refusal, secrets) if raw.refusal else None
+        stats = self.stats
         self.limiter.settle(estimate, raw.tokens)
         self.limiter.on_success()
         self.limiter.observe(raw.headers)
@@ -275,27 +338,20 @@ class ChatExecutor:
         if raw.cost_usd is not None:
             progress.cost = (progress.cost or 0.0) + raw.cost_usd
             stats.cost_usd = (stats.cost_usd or 0.0) + raw.cost_usd
-        try:
-            return progress.outcome(parse_answer(raw.text, raw.refusal, request), None)
-        except ParseFailure as failure:
-            if failure.kind != "refusal" and progress.reasks < MAX_REASKS:
-                progress.reasks += 1
-                stats.reasks += 1
-                progress.messages = [
-                    *progress.messages,
-                    {"role": "assistant", "content": raw.text or ""},
-                    {"role": "user", "content": reask_message(failure, request)},
-                ]
-                return None
-            suffix = f" (after {progress.reasks} re-asks)" if progress.reasks else ""
-            return progress.outcome(None, _secrets.redact(str(failure) + suffix, secrets))
+        reading = read_reply(raw.text, raw.refusal, request, progress.reasks, self.secrets)
+        if reading.reask is not None:
+            progress.reasks += 1
+            stats.reasks += 1
+            progress.messages = [*progress.messages, *reading.reask]
+            return None
+        return progress.outcome(reading.answer, reading.error)
 
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""
         judge, health = self.judge, self.limiter.health
         where = _secrets.redact(
             _secrets.safe_url(judge.api_base) or f"the default endpoint of {judge.model!r}",
-            judge.secrets,
+            self.secrets,
         )
         if fault.connect and not health.succeeded and health.connect_failures >= UNREACHABLE_AFTER:
             raise JudgeError(
@@ -312,15 +368,11 @@ class ChatExecutor:
                     f"{health.not_found} calls and none succeeded ({fault.reason}). "
                     f"Check the model name {judge.model!r} and api_base."
                 )
-        budget = outage_budget(judge.max_retries)
+        budget = outage_budget(self.limits.max_retries)
         lasted = health.outage_seconds()
-        if judge.max_retries > 0 and lasted > budget:
+        if self.limits.max_retries > 0 and lasted > budget:
             raise JudgeError(
                 f"the judge at {where} failed every call for {lasted:.1f} s, longer than "
                 f"the {budget:g} s an outage is ridden out with max_retries="
-                f"{judge.max_retries} (last: {fault.reason})"
+                f"{self.limits.max_retries} (last: {fault.reason})"
             )
-
-
-def _cached_outcome(entry: dict[str, Any]) -> Outcome:
-    return Outcome(entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True)

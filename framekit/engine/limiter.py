@@ -7,8 +7,13 @@ server's ``Retry-After`` (or a jittered back-off), the request rate is trimmed a
 little, and then recovers additively with each success.
 
 The limit is the configured ``rpm``/``tpm`` or the one the endpoint announces in its
-rate-limit headers (:mod:`framekit.engine.pacing`), whichever is lower: the first request
-of a run goes out alone and its answer's headers set the pace for the rest.
+rate-limit headers (:func:`read_limits`), whichever is lower: the first request of a run
+goes out alone and its answer's headers set the pace for the rest. OpenAI (and the
+OpenAI-compatible servers that copy it) sends ``x-ratelimit-limit-requests`` /
+``-remaining-requests`` / ``-reset-requests`` and the same for ``-tokens`` on every
+answer; Anthropic sends ``anthropic-ratelimit-requests-limit`` / ``-remaining`` /
+``-reset`` (and ``-tokens-``). Limits are per minute; a reset is a duration (``"1s"``,
+``"6m0s"``, ``"120ms"``) or an RFC 3339 time.
 Requests are paced a small margin under the limit with almost nothing banked, because
 providers enforce a minute's budget over windows as short as one second (60,000 RPM as
 about 1,000 per second): pacing at exactly the limit meets those windows' edges with 429s.
@@ -24,8 +29,57 @@ import asyncio
 import random
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
 
-from framekit.engine.pacing import read_limits
+from framekit.judges.faults import parse_retry_after
+
+
+@dataclass(frozen=True)
+class Announced:
+    """What one answer's headers said; ``None`` where they said nothing."""
+
+    rpm: float | None = None
+    tpm: float | None = None
+    requests_left: float | None = None
+    requests_reset_s: float | None = None
+
+
+def _number(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except ValueError:
+        return None
+    return number if number >= 0 else None
+
+
+def read_limits(headers: Mapping[str, str]) -> Announced | None:
+    """The limits in ``headers`` (lower-case names), or ``None`` when there are none.
+
+    Examples
+    --------
+    >>> read_limits({"x-ratelimit-limit-requests": "3000", "x-ratelimit-remaining-requests": "0",
+    ...              "x-ratelimit-reset-requests": "20ms"})
+    Announced(rpm=3000.0, tpm=None, requests_left=0.0, requests_reset_s=0.02)
+    """
+    get = headers.get
+    if "x-ratelimit-limit-requests" in headers or "x-ratelimit-limit-tokens" in headers:
+        return Announced(
+            rpm=_number(get("x-ratelimit-limit-requests")),
+            tpm=_number(get("x-ratelimit-limit-tokens")),
+            requests_left=_number(get("x-ratelimit-remaining-requests")),
+            requests_reset_s=parse_retry_after(get("x-ratelimit-reset-requests")),
+        )
+    if "anthropic-ratelimit-requests-limit" in headers:
+        return Announced(
+            rpm=_number(get("anthropic-ratelimit-requests-limit")),
+            tpm=_number(get("anthropic-ratelimit-tokens-limit")),
+            requests_left=_number(get("anthropic-ratelimit-requests-remaining")),
+            requests_reset_s=parse_retry_after(get("anthropic-ratelimit-requests-reset")),
+        )
+    return None
 
 
 class TokenBucket:
@@ -266,3 +320,25 @@ class RateLimiter:
     def _apply_rate(self) -> None:
         if self._requests is not None and self.limit_rpm:
             self._requests.rate = self.limit_rpm / 60.0 * (1.0 - self.MARGIN) * self._rate_factor
+
+
+class Limiter(Protocol):
+    """What the executor asks of a limiter: :class:`RateLimiter`'s interface. A run may be
+    handed one shared beyond this process (``framekit.ray``'s, which asks the cluster's
+    limiter actor); otherwise each judge gets a :class:`RateLimiter` of its own."""
+
+    health: EndpointHealth
+
+    async def acquire(self, tokens: int = 0) -> None: ...
+
+    def observe(self, headers: Mapping[str, str]) -> None: ...
+
+    def settle(self, estimated: int, actual: int | None) -> None: ...
+
+    def on_success(self) -> None: ...
+
+    def on_rate_limited(self, retry_after: float | None, attempt: int) -> float: ...
+
+    def pause(self, seconds: float) -> None: ...
+
+    def backoff(self, attempt: int, base: float = 0.5, cap: float = 30.0) -> float: ...

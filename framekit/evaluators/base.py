@@ -16,6 +16,7 @@ from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, MappingError, RecordError
+from framekit._record_scorer import installed as record_scorer
 from framekit._score import Direction, Score
 
 if TYPE_CHECKING:
@@ -23,7 +24,8 @@ if TYPE_CHECKING:
 
     from framekit.engine.cache import Cache
     from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.base import ChatRequest, JudgeLike
+    from framekit.judges.judge import JudgeLike
+from framekit.judges.request import ChatRequest
 
 FIELDS = ("input", "output", "context", "history")
 
@@ -222,9 +224,10 @@ class Evaluator(ABC):
         **fields: Any,
     ) -> Score:
         """Score one record; awaitable form of :meth:`score`."""
-        from framekit.engine.planner import score_one
-
-        return await score_one(self, canonical_fields(fields, self.name), judge=judge, cache=cache)
+        # The engine sits above the evaluators: it is reached through the scorer the
+        # package installs (see framekit._record_scorer), never imported from here.
+        scorer = record_scorer()
+        return await scorer(self, canonical_fields(fields, self.name), judge=judge, cache=cache)
 
     def score(
         self,
@@ -259,3 +262,22 @@ class Evaluator(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, threshold={self.threshold})"
+
+
+def check_evaluators(evaluators: Any) -> list[Evaluator]:
+    """``evaluators`` as a non-empty list of evaluators with distinct names, or InputError."""
+    if isinstance(evaluators, Evaluator):
+        evaluators = [evaluators]
+    evaluators = list(evaluators or [])
+    if not evaluators:
+        raise InputError("evaluators is empty: pass at least one evaluator")
+    for ev in evaluators:
+        if not isinstance(ev, Evaluator):
+            raise InputError(
+                f"{ev!r} is not an evaluator; pass instances such as RetrievalRelevance()"
+            )
+    names = [ev.name for ev in evaluators]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise InputError(f"two evaluators are named {dupes[0]!r}; give one a different name=...")
+    return evaluators

@@ -16,12 +16,12 @@ from framekit.evaluators import _messages, _prompt
 from framekit.evaluators.base import Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION
-from framekit.judges.base import ChatRequest
+from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.base import JudgeLike
+    from framekit.judges.judge import JudgeLike
 
 
 class ConversationEvaluator(RubricEvaluator):

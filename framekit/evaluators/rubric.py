@@ -15,13 +15,12 @@ from framekit._score import Direction
 from framekit.evaluators import _prompt
 from framekit.evaluators.base import FIELD_ALIASES, FIELDS, Evaluator, Verdict, pick_judge
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
-from framekit.judges.base import ChatRequest
-from framekit.judges.structured import answer_text
+from framekit.judges.request import ChatRequest, answer_text
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.base import JudgeLike
+    from framekit.judges.judge import JudgeLike
 
 #: The system prompt custom rubrics had before templates could carry their own rubric;
 #: pass it as ``system_prompt=`` to reproduce (and re-use the cache of) such a run.

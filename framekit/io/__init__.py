@@ -1,6 +1,7 @@
-"""Parquet larger than memory, and DuckDB: ``evaluate_parquet``, ``evaluate_sql``, ``register``.
+"""Parquet larger than memory, and DuckDB: the machinery of ``fk.evaluate_parquet``.
 
-``evaluate_parquet`` scores a Parquet file (or glob, or list of files) slice by slice:
+:func:`framekit.evaluate_parquet` (in :mod:`framekit.parquet`, which picks the engine)
+scores a Parquet file (or glob, or list of files) slice by slice:
 
 - Slices follow the row groups (merged when tiny, split when huge), read with
   ``pl.scan_parquet(...).slice(offset, n)``; only the columns the mapping needs are read
@@ -16,16 +17,18 @@
   the destination: no half-written file ever has the destination's name, and an existing
   destination stays as it was until the new one is complete.
 
-DuckDB: ``evaluate_sql`` (and a relation passed as ``source``) first copies the query's
+DuckDB: ``fk.evaluate_sql`` (and a relation passed as ``source``) first copies the query's
 result to a temporary Parquet file (DuckDB streams it), then proceeds as above.
 ``register`` puts a scored frame (without copying it) or a Parquet file in front of a
 DuckDB connection as a view.
 
 Where each part lives:
 
-- ``_evaluate``: the entry points and the slice-by-slice loop of this process.
-- ``_job``: :class:`ParquetJob`, one run's checks, manifest, parts, assembly and summary,
-  shared with the Ray engine (``framekit.ray``), which scores the slices elsewhere.
+- ``_evaluate``: :func:`run_parquet`, the local engine: the slice-by-slice loop of this
+  process.
+- ``_job``: :class:`ParquetJob` and its :class:`ParquetOptions`, one run's checks,
+  manifest, parts, assembly and summary, shared with the Ray engine (``framekit.ray``),
+  which scores the slices elsewhere.
 - ``_sources``: source files, schema, row groups, the slice plan.
 - ``_columns``: the columns scoring reads, and the checks made before any write.
 - ``_fingerprint``: the run's identity recorded in the manifest.
@@ -37,14 +40,14 @@ Where each part lives:
 
 # Besides __all__, every name framekit.io had without a leading underscore stays here
 # (framekit.cli, framekit.engine.dryrun and the tests use the source and slicing helpers).
-from framekit.io._assemble import ASSEMBLY_BATCH_ROWS, OUTPUT_ROW_GROUP_ROWS
+from framekit._provenance import read as read_provenance
+from framekit.io._assemble import ASSEMBLY_BATCH_ROWS, OUTPUT_ROW_GROUP_ROWS, write_parquet
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import register, run_sql
-from framekit.io._evaluate import aevaluate_parquet, evaluate_parquet, evaluate_sql
+from framekit.io._evaluate import run_parquet
 from framekit.io._fingerprint import run_fingerprint
-from framekit.io._job import ParquetJob
+from framekit.io._job import ParquetJob, ParquetOptions
 from framekit.io._plan import plan_parquet
-from framekit.io._provenance import read_provenance, write_parquet
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     MAX_SLICE_BYTES,
@@ -57,11 +60,10 @@ from framekit.io._sources import (
 )
 
 __all__ = [
+    "ParquetOptions",
     "ParquetRun",
-    "aevaluate_parquet",
-    "evaluate_parquet",
-    "evaluate_sql",
     "read_provenance",
     "register",
+    "run_parquet",
     "write_parquet",
 ]

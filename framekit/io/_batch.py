@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from framekit._errors import BatchPending
-from framekit.frame import evaluate_with_stats
+from framekit.evaluate import evaluate_with_stats
+from framekit.judges.judge import Judge
 
 
 async def submit_all_slices(
@@ -25,10 +27,10 @@ async def submit_all_slices(
     **evaluate: Any,
 ) -> None:
     """Plan and submit the batches of every slice not yet done; wait for none."""
-    if not getattr(judge, "batch", False) or len(slices) - len(done) < 2:
+    if not isinstance(judge, Judge) or not judge.batch or len(slices) - len(done) < 2:
         return
     eager = copy.copy(judge)
-    eager.wait = False
+    eager.batching = replace(judge.batching, wait=False)
     for i, (offset, length) in enumerate(slices):
         if i in done:
             continue

@@ -12,27 +12,42 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from framekit._errors import InputError, OutputWriteError
-from framekit._mapping import MappingValue
-from framekit._provenance import to_metadata
+from framekit import _provenance
+from framekit._errors import EvaluationFailed, InputError, OutputWriteError
+from framekit._progress import RowBar
 from framekit.engine.cache import Cache
-from framekit.engine.jobs import JudgeResolver, check_evaluators
-from framekit.engine.provenance import build_record
+from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluators.base import Evaluator
-from framekit.frame import EvaluationFailed, warn_if_all_failed
+from framekit.evaluate import OnError, warn_if_all_failed
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
-from framekit.io._provenance import source_label
-from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _RowBar
+from framekit.io._run import ParquetRun, _add_stats, _failed_rows
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
+from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeResolver
+
+
+@dataclass(frozen=True)
+class ParquetOptions:
+    """How a Parquet run scores and writes, whichever engine scores its slices (the
+    keywords of :func:`framekit.evaluate_parquet`)."""
+
+    judge: JudgeLike | None = None
+    cache: Cache | str | bool | None = None
+    on_error: OnError = "record"
+    progress: bool = True
+    details: bool = False
+    overwrite: bool = False
+    slice_rows: int | None = None
 
 
 class ParquetJob:
@@ -49,36 +64,28 @@ class ParquetJob:
         destination: Path,
         evaluators: Evaluator | Sequence[Evaluator],
         mapping: Mapping[str, MappingValue] | None,
-        *,
-        on_error: str,
-        details: bool,
-        overwrite: bool,
-        slice_rows: int | None,
-        progress: bool,
+        options: ParquetOptions,
     ) -> None:
         self.started = time.perf_counter()
         self.evaluators = check_evaluators(evaluators)
-        if on_error not in ("record", "raise"):
-            raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
-        self.files, self.mapping = files, mapping
-        self.on_error, self.details, self.overwrite, self.progress = (
-            on_error,
-            details,
-            overwrite,
-            progress,
-        )
+        if options.on_error not in ("record", "raise"):
+            raise InputError(f"on_error must be 'record' or 'raise', got {options.on_error!r}")
+        self.files, self.mapping, self.options = files, mapping, options
+        self.details, self.overwrite = options.details, options.overwrite
         self.dest = destination.absolute()
         _check_destination(self.dest, files)
         self.schema = _schema_of(files)
         #: Input columns replaced by result columns (``overwrite=True``).
-        self.clash = validate_inputs(self.schema, self.evaluators, mapping, overwrite, details)
-        self.slices = plan_slices(_row_groups(files), slice_rows)
+        self.clash = validate_inputs(
+            self.schema, self.evaluators, mapping, self.overwrite, self.details
+        )
+        self.slices = plan_slices(_row_groups(files), options.slice_rows)
         # At least one column, or a slice would have no height.
         self.columns = (
             needed_columns(self.schema, mapping, self.evaluators) or list(self.schema)[:1]
         )
         self._parts: _Parts | None = None
-        self._bar: _RowBar | None = None
+        self._bar: RowBar | None = None
         self._sources: Any = None
         self._cache: Cache | None = None
         self._saved_at_open = 0
@@ -115,12 +122,12 @@ class ParquetJob:
         total = sum(n for _, n in self.slices)
         skipped = sum(self.slices[i][1] for i in done)
         self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
-        if self.progress and total:
-            self._bar = _RowBar(total, skipped, len(self.evaluators))
+        if self.options.progress and total:
+            self._bar = RowBar(total, skipped, len(self.evaluators))
         return done
 
     @property
-    def bar(self) -> _RowBar | None:
+    def bar(self) -> RowBar | None:
         """The progress bar over every row (``None`` without ``progress``)."""
         return self._bar
 
@@ -144,15 +151,15 @@ class ParquetJob:
         assert self.run is not None, "open() first"
         self._close_bar()
         resolver = JudgeResolver(judge)
-        record = build_record(
+        record = _provenance.build(
             self.evaluators,
-            [resolver(ev) for ev in self.evaluators],
+            [resolver(ev.judge) for ev in self.evaluators],
             self.mapping,
             self.run.stats,
-            source=source or source_label(self.files),
+            source=source or _provenance.source_label(self.files),
         )
         self.run.stats.provenance = record
-        return to_metadata(record)
+        return _provenance.to_metadata(record)
 
     @property
     def kept_columns(self) -> list[str]:
@@ -209,9 +216,9 @@ class ParquetJob:
         run.failed_rows = _failed_rows(self.dest, self.evaluators)
         run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - self.started
         record_last(run.stats)
-        if self.progress:
+        if self.options.progress:
             print(run.summary(), file=sys.stderr)
-        if self.on_error == "record":
+        if self.options.on_error == "record":
             warn_if_all_failed(run.stats)
         elif run.failed_rows:
             raise EvaluationFailed(

@@ -13,11 +13,10 @@ from typing import Any
 import polars as pl
 
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
 from framekit.engine.cache import Cache
 from framekit.engine.dryrun import RequestPlan, plan_requests
-from framekit.engine.jobs import check_evaluators
-from framekit.evaluators.base import Evaluator
+from framekit.engine.prepare import MappingValue
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation
 from framekit.io._sources import (
@@ -28,7 +27,7 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import JudgeLike
 
 
 def plan_parquet(

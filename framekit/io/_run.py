@@ -1,4 +1,4 @@
-"""What a run did: :class:`ParquetRun`, the stats summed over slices, the progress bar."""
+"""What a run did: :class:`ParquetRun`, and the stats summed over slices."""
 
 from __future__ import annotations
 
@@ -78,30 +78,3 @@ def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:
     errors = [pl.col(column(ev.name, "error")).is_not_null() for ev in evaluators]
     value = pl.scan_parquet(path).select(pl.any_horizontal(errors).sum()).collect().item()
     return int(value or 0)
-
-
-class _RowBar:
-    """One tqdm bar over every row of the input (resumed rows count as done)."""
-
-    def __init__(self, total: int, initial: int, evaluators: int) -> None:
-        from tqdm.auto import tqdm
-
-        self.bar = tqdm(
-            total=total, initial=initial, desc="framekit", unit="row", dynamic_ncols=True
-        )
-        self.rows_done = initial
-        self.per_row = max(1, evaluators)
-
-    def report(self, evaluations: int, kind: str) -> None:
-        """Moves the bar within a slice, as each evaluation finishes."""
-        self.bar.update(evaluations / self.per_row)
-
-    def advance(self, rows: int, failures: int) -> None:
-        """A slice is written: the bar shows exactly the rows done."""
-        self.rows_done += rows
-        self.bar.n = self.rows_done
-        self.bar.set_postfix({"failed": failures}, refresh=False)
-        self.bar.refresh()
-
-    def close(self) -> None:
-        self.bar.close()

@@ -1,8 +1,10 @@
 """What went wrong with a judge call, as a verdict the engine can act on.
 
-Each transport classifies its own failures into a :class:`Fault` (as httpx maps
-httpcore's errors at its transport boundary), so the engine never imports a client
-library. Only transient failures (429, 5xx, timeouts, dropped connections) are retried;
+Each transport classifies its own failures into a :class:`Fault` at its boundary (as
+httpx maps httpcore's errors in one table), so the engine never imports a client
+library: the HTTP transport in :mod:`framekit.judges.http`, litellm's in
+:mod:`framekit.judges.litellm.call`, the batch clients in
+:mod:`framekit.judges.batch.base`. This module holds what they share. Only transient failures (429, 5xx, timeouts, dropped connections) are retried;
 deterministic ones (400, context too long, refusals) fail the row at once, and a 401/403
 stops the run because every other row would fail the same way.
 """
@@ -17,8 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from framekit import _secrets
-from framekit.judges.structured import one_line
+from framekit._errors import one_line
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -58,15 +59,6 @@ class Fault:
     def rejected_credentials(cls, name: str, status: int | None) -> Fault:
         """A 401/403: the run stops, since every other call would fail the same way."""
         return cls("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
-
-
-class FaultRaised(Exception):
-    """A call that failed and was already classified where it was made (a transport, a
-    judge worker process): only the verdict crosses over, not the client's exception."""
-
-    def __init__(self, fault: Fault) -> None:
-        super().__init__(fault.reason)
-        self.fault = fault
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
@@ -151,13 +143,25 @@ def connect_cause(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret (and its last-8-character tail) with ``***``; the one
-    redaction layer is :func:`framekit._secrets.redact`, this passes the call on.
+# Exception class names, anywhere in the chain, meaning the client refused the URL itself.
+_URL_REFUSED = frozenset({"InvalidURL", "InvalidUrlClientError", "UnsupportedProtocol"})
 
-    Examples
-    --------
-    >>> redact("key sk-abc-0123456789xyz rejected", ["sk-abc-0123456789xyz"])
-    'key *** rejected'
-    """
-    return _secrets.redact(text, secrets)
+
+def refused_by_client(exc: BaseException) -> str | None:
+    """The reason when a call failed because the HTTP client refused the endpoint URL or
+    its credentials (a configuration error, not an outage), else ``None``."""
+    for current in chain(exc):
+        text = str(current)
+        if type(current).__name__ in _URL_REFUSED:
+            return "the HTTP client refused the judge's URL (check api_base)"
+        if isinstance(current, ValueError) and "credentials encoded in URL" in text:
+            return (
+                "the HTTP client refused credentials written into api_base next to the "
+                "API key; pass the key as api_key= or FRAMEKIT_API_KEY instead"
+            )
+        if "Missing credentials" in text or "api_key client option must be set" in text:
+            return (
+                "the client found no API key: set FRAMEKIT_API_KEY or the provider's "
+                "variable, or pass api_key=... (a placeholder for a server that needs none)"
+            )
+    return None

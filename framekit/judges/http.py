@@ -16,31 +16,29 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aiohttp
 
+from framekit import _secrets
 from framekit._aio import bounded
+from framekit._errors import one_line
 from framekit._urls import join_path
-from framekit.judges._settings import refused_by_client
-from framekit.judges.base import ChatRequest
+from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import (
     TIMEOUT,
     Fault,
     connect_cause,
     never_connected,
-    redact,
+    refused_by_client,
     retry_after_from,
 )
 from framekit.judges.pricing import Price, price_per_token
-from framekit.judges.structured import build_call_kwargs, one_line
-from framekit.judges.transport import Mode, RawReply, TransportName, keep_headers
-
-if TYPE_CHECKING:
-    from framekit.judges.litellm_judge import Judge
+from framekit.judges.providers import PROVIDERS, Provider, first_set, openai_speaker
+from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
+from framekit.judges.transport import RawReply, TransportName, keep_headers
 
 # The OpenAI SDK's names for each status, so a row's error reads the same on both
 # transports ("BadRequestError: ...").
@@ -58,44 +56,18 @@ _ERROR_NAMES = {
     503: "ServiceUnavailableError",
     504: "GatewayTimeout",
 }
-# Environment variables litellm reads for each provider prefix: (key, base URL).
-_ENV = {
-    "openai": ("OPENAI_API_KEY", ("OPENAI_BASE_URL", "OPENAI_API_BASE")),
-    "hosted_vllm": ("HOSTED_VLLM_API_KEY", ("HOSTED_VLLM_API_BASE",)),
-}
-_OPENAI_BASE = "https://api.openai.com/v1"
-# Judge keyword arguments that are not request body fields.
-_NOT_BODY = {
-    "api_key",
-    "api_base",
-    "base_url",
-    "api_version",
-    "extra_headers",
-    "timeout",
-    "azure_ad_token",
-    "aws_secret_access_key",
-    "aws_session_token",
-    "extra_body",
-    "num_retries",
-    "max_retries",
-    "custom_llm_provider",
-    "drop_params",
-}
+# Decoding parameters that only litellm reads: never request body fields.
+_LITELLM_ONLY = {"extra_body", "num_retries", "max_retries", "custom_llm_provider", "drop_params"}
 
 
-def resolve_endpoint(
-    judge: Judge, env: tuple[str, tuple[str, ...]] | None = None
-) -> tuple[str | None, str | None]:
-    """``(api_base, key)`` of ``judge``: its own, else the provider's variables (``env``:
-    the key variable and base-URL variables; by default those litellm reads for the
-    model's prefix). ``api_base`` is ``None`` for the provider's public endpoint. Shared
-    by this transport and the batch clients, so both reach the same endpoint."""
-    env_key, env_bases = env or _ENV.get(judge.model.partition("/")[0], ("", ()))
-    kwargs = judge.litellm_kwargs
-    base = judge.api_base or kwargs.get("base_url")
-    base = base or next((os.environ[v] for v in env_bases if os.environ.get(v)), None)
-    key = judge._api_key or kwargs.get("api_key") or os.environ.get(env_key) or None
-    return base, key
+def resolve_endpoint(endpoint: Endpoint, via: Provider | None) -> tuple[str | None, str | None]:
+    """``(api_base, key)`` a client of ``endpoint`` sends to: its own, else the variables
+    litellm reads for ``via``, the provider whose wire format the client speaks
+    (``None``: framekit's own only). ``api_base`` is ``None`` for the provider's public
+    endpoint. Shared by this transport and the batch clients, so both reach the same
+    endpoint with the same key."""
+    base = endpoint.base or (first_set(via.base_vars) if via is not None else None)
+    return base, endpoint.credentials.key(via)
 
 
 class HttpTransport:
@@ -103,9 +75,9 @@ class HttpTransport:
 
     name: TransportName = "http"
 
-    def __init__(self, judge: Judge) -> None:
-        self.judge = judge
-        provider, _, model = judge.model.partition("/")
+    def __init__(self, endpoint: Endpoint, limits: Limits, decoding: Decoding) -> None:
+        self.endpoint, self.limits, self.decoding = endpoint, limits, decoding
+        provider, _, model = endpoint.model.partition("/")
         self._model = model or provider
         self._resolve()
         self._sessions: weakref.WeakKeyDictionary[
@@ -115,11 +87,11 @@ class HttpTransport:
         self._priced = False
 
     def _resolve(self) -> None:
-        """URL and key from the judge, else the provider's variables (read again when a
-        run opens a pool: the environment may have changed since the judge was made)."""
-        base, self._key = resolve_endpoint(self.judge)
+        """URL and key from the endpoint, else the provider's variables (read again when
+        a run opens a pool: the environment may have changed since the judge was made)."""
+        base, self._key = resolve_endpoint(self.endpoint, openai_speaker(self.endpoint.model))
         self._custom_base = base is not None
-        self.url = join_path(base or _OPENAI_BASE, "/chat/completions")
+        self.url = join_path(base or PROVIDERS["openai"].public_base or "", "/chat/completions")
 
     @property
     def requires_key(self) -> bool:
@@ -128,15 +100,15 @@ class HttpTransport:
 
     @property
     def secrets(self) -> list[str]:
-        """The judge's secrets plus a key this transport found in the environment."""
-        found = list(self.judge.secrets)
+        """The endpoint's secrets plus a key this transport found in the environment."""
+        found = list(self.endpoint.secrets())
         if self._key and self._key not in found:
             found.append(self._key)
         return found
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json"}
-        extra = self.judge.litellm_kwargs.get("extra_headers")
+        extra = self.endpoint.routing.get("extra_headers")
         if isinstance(extra, dict):
             headers.update({str(k): str(v) for k, v in extra.items()})
         if self._key:
@@ -149,7 +121,7 @@ class HttpTransport:
         entry = self._sessions.get(loop)
         if entry is None or entry[0].closed:
             self._resolve()
-            limit = self.judge.concurrency
+            limit = self.limits.concurrency
             connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, ttl_dns_cache=300)
             session = aiohttp.ClientSession(
                 connector=connector,
@@ -164,7 +136,7 @@ class HttpTransport:
         if not self._priced and not self._custom_base:
             # Only OpenAI's own endpoint has OpenAI's list prices; looked up once, in a
             # thread, because the price table lives in litellm (seconds to import).
-            self._price = await asyncio.to_thread(price_per_token, self.judge.model)
+            self._price = await asyncio.to_thread(price_per_token, self.endpoint.model)
         self._priced = True
 
     async def release(self) -> None:
@@ -182,15 +154,15 @@ class HttpTransport:
         """Nothing outlives a run but idle pools, which :meth:`release` closes."""
 
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
-        judge = self.judge
-        body: dict[str, Any] = {k: v for k, v in judge.litellm_kwargs.items() if k not in _NOT_BODY}
-        extra = judge.litellm_kwargs.get("extra_body")
+        params = self.decoding.params
+        body: dict[str, Any] = {k: v for k, v in params.items() if k not in _LITELLM_ONLY}
+        extra = params.get("extra_body")
         if isinstance(extra, dict):  # litellm's way to pass provider-specific fields
             body.update(extra)
         body.update(
             model=self._model,
-            temperature=judge.temperature,
-            max_tokens=judge.max_tokens,
+            temperature=self.decoding.temperature,
+            max_tokens=self.decoding.max_tokens,
             **build_call_kwargs(request, messages, mode),
         )
         return json.dumps(body).encode()
@@ -206,18 +178,17 @@ class HttpTransport:
         try:
             data = self._body(request, messages, mode)
         except (TypeError, ValueError) as exc:  # unencodable text: resending cannot help
-            return Fault(
-                "fatal", redact(f"{type(exc).__name__}: {one_line(str(exc), 160)}", self.secrets)
-            )
+            reason = f"{type(exc).__name__}: {one_line(str(exc), 160)}"
+            return Fault("fatal", _secrets.redact(reason, self.secrets))
         started = time.perf_counter()
         try:
-            status, headers, payload = await bounded(self._post(session, data), self.judge.timeout)
+            status, headers, payload = await bounded(self._post(session, data), self.limits.timeout)
         except asyncio.CancelledError:
             raise
         except (asyncio.TimeoutError, TimeoutError):
             return Fault("transient", TIMEOUT)
         except Exception as exc:
-            return self._exception_fault(exc)
+            return exception_fault(exc, self.secrets)
         latency = time.perf_counter() - started
         if status != 200:
             return self._status_fault(status, headers, payload)
@@ -258,7 +229,7 @@ class HttpTransport:
     def _status_fault(self, status: int, headers: dict[str, str], payload: bytes) -> Fault:
         name = _ERROR_NAMES.get(status, f"HTTP {status}")
         message, code = _error_message(payload)
-        reason = redact(f"{name}: {one_line(message, 160)}", self.secrets)
+        reason = _secrets.redact(f"{name}: {one_line(message, 160)}", self.secrets)
         if status == 429:
             return Fault.rate_limited(headers)
         if status in (401, 403):
@@ -274,33 +245,24 @@ class HttpTransport:
             return Fault("mode", reason)
         return Fault("fatal", reason, status=status)
 
-    def _exception_fault(self, exc: BaseException) -> Fault:
-        reason = redact(
-            f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", self.secrets
-        )
-        refused = refused_by_client(exc)
-        if refused is not None:  # the URL or its credentials: every call would fail alike
-            return Fault("config", refused)
-        if never_connected(exc):
-            cause = redact(connect_cause(exc), self.secrets)
-            return Fault("transient", f"could not connect ({cause})", connect=True)
-        if isinstance(exc, (aiohttp.ClientError, OSError)):
-            # Dropped connections, torn bodies, resets: the next attempt may go through.
-            return Fault("transient", reason)
-        return Fault("fatal", reason)
 
-    def __getstate__(self) -> dict[str, Any]:
-        # Connection pools belong to one process and loop; a copy opens its own, and
-        # resolves its key again then (from the judge or its own environment), so a
-        # pickled judge never carries a key read from this process's environment.
-        state = dict(self.__dict__)
-        state["_sessions"] = None
-        state["_key"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._sessions = weakref.WeakKeyDictionary()
+def exception_fault(exc: BaseException, secrets: list[str]) -> Fault:
+    """The verdict on an exception from an aiohttp call (this transport's, and the batch
+    clients'): a refused URL is configuration, a connection never made is transient and
+    marked so, other client and OS errors are transient, anything else fatal."""
+    reason = _secrets.redact(
+        f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", secrets
+    )
+    refused = refused_by_client(exc)
+    if refused is not None:  # the URL or its credentials: every call would fail alike
+        return Fault("config", refused)
+    if never_connected(exc):
+        cause = _secrets.redact(connect_cause(exc), secrets)
+        return Fault("transient", f"could not connect ({cause})", connect=True)
+    if isinstance(exc, (aiohttp.ClientError, OSError)):
+        # Dropped connections, torn bodies, resets: the next attempt may go through.
+        return Fault("transient", reason)
+    return Fault("fatal", reason)
 
 
 def _error_message(payload: bytes) -> tuple[str, str | None]:

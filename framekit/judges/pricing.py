@@ -40,9 +40,9 @@ def price_per_token(model: str) -> Price | None:
     >>> price.cost(1000, 100)  # doctest: +SKIP
     0.00021
     """
-    from framekit.judges import _litellm
+    from framekit.judges.litellm import litellm_module
 
-    lm = _litellm.litellm()
+    lm = litellm_module()
     try:
         prompt, completion = lm.cost_per_token(model=model, prompt_tokens=1, completion_tokens=1)
     except Exception:  # litellm raises for a model missing from its table
@@ -60,12 +60,12 @@ def batch_price_per_token(model: str) -> Price | None:
     >>> batch_price_per_token("openai/gpt-4o-mini").cost(1_000_000, 0)  # doctest: +SKIP
     0.075
     """
-    from framekit.judges import _litellm
+    from framekit.judges.litellm import litellm_module
 
     listed = price_per_token(model)
     if listed is None:
         return None
-    table = getattr(_litellm.litellm(), "model_cost", None) or {}
+    table = getattr(litellm_module(), "model_cost", None) or {}
     entry = table.get(model) or table.get(model.split("/", 1)[-1]) or {}
     prompt = entry.get("input_cost_per_token_batches")
     answer = entry.get("output_cost_per_token_batches")

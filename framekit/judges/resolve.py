@@ -1,18 +1,19 @@
-"""How the ``judge=`` argument becomes a judge: a model string, ``"local"``, or ``None``."""
+"""How the ``judge=`` argument becomes a judge: a model string, ``"local"``, a judge, or
+``None`` (``$FRAMEKIT_JUDGE``, else the offline judge); and each evaluator's judge in a run."""
 
 from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from framekit._errors import JudgeSpecError
-from framekit.judges.base import JudgeLike
+from framekit.judges.judge import Judge, JudgeLike
 
 if TYPE_CHECKING:
-    from framekit.judges.litellm_judge import Judge
     from framekit.judges.local import LocalJudge
 
+#: Where the default judge's model string is read (``judge=None``).
 ENV_JUDGE = "FRAMEKIT_JUDGE"
 
 _announced = False
@@ -20,8 +21,7 @@ _announced = False
 
 def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
     """``None`` -> ``$FRAMEKIT_JUDGE`` or the offline judge (announced once); a model
-    string -> :class:`Judge`; ``"local"`` -> :class:`LocalJudge`."""
-    from framekit.judges.litellm_judge import Judge
+    string -> :class:`Judge`; ``"local"`` -> :class:`~framekit.LocalJudge`."""
     from framekit.judges.local import LocalJudge
 
     global _announced
@@ -45,3 +45,21 @@ def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
     if isinstance(judge, (Judge, LocalJudge)):
         return judge
     raise JudgeSpecError(f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}")
+
+
+class JudgeResolver:
+    """The judge of each evaluator of a run (its own ``judge=``, else the run's), resolved
+    once per distinct spec, so evaluators sharing a judge share its limits and worker
+    processes."""
+
+    def __init__(self, default: JudgeLike | None) -> None:
+        self.default = default
+        self.judges: dict[Any, Judge | LocalJudge] = {}
+
+    def __call__(self, own: JudgeLike | None) -> Judge | LocalJudge:
+        """The judge of an evaluator whose own ``judge=`` is ``own``."""
+        spec = own if own is not None else self.default
+        key = spec if isinstance(spec, str) or spec is None else id(spec)
+        if key not in self.judges:
+            self.judges[key] = resolve_judge(spec)
+        return self.judges[key]

@@ -1,10 +1,12 @@
 """The judge boundary: what the engine asks of a chat judge, and what it gets back.
 
 A :class:`Transport` makes one call and returns the raw reply or a :class:`Fault` it
-classified itself. The engine paces, retries, re-asks and caches; it never imports a
-client library and never asks which transport it is talking to. Two transports exist:
-``"http"`` (:mod:`framekit.judges.http`, aiohttp straight to an OpenAI-compatible
-endpoint) and ``"litellm"`` (:mod:`framekit.judges.litellm_transport`, every provider).
+classified itself. It is built from a judge's immutable values (endpoint, limits,
+decoding: :mod:`framekit.judges.endpoint`) and holds nothing of the judge. The engine
+paces, retries, re-asks and caches; it never imports a client library and never asks
+which transport it is talking to. Two transports exist: ``"http"``
+(:mod:`framekit.judges.http`, aiohttp straight to an OpenAI-compatible endpoint) and
+``"litellm"`` (:mod:`framekit.judges.litellm.transport`, every provider).
 """
 
 from __future__ import annotations
@@ -14,14 +16,11 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from framekit._errors import InputError
-from framekit.judges.base import ChatRequest
 from framekit.judges.faults import Fault
+from framekit.judges.providers import openai_speaker
+from framekit.judges.request import ChatRequest, Mode
 
-Mode = Literal["json_schema", "tool", "prompt"]
 TransportName = Literal["http", "litellm"]
-
-#: The structured-output mode to try when an endpoint rejects one (``None``: none left).
-NEXT_MODE: dict[str, Mode | None] = {"json_schema": "tool", "tool": "prompt", "prompt": None}
 
 #: Response headers a transport keeps (lower-case prefixes): those pacing reads.
 KEPT_HEADERS = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after")
@@ -54,7 +53,8 @@ class Transport(Protocol):
     ``call`` never raises for a failed call (it returns a :class:`Fault`); it raises only
     :class:`asyncio.CancelledError` and :class:`~framekit.JudgeError` (the transport
     itself cannot work, e.g. its worker processes did not start). It bounds the whole
-    answer, not each read, by the judge's timeout.
+    answer, not each read, by the judge's timeout. Its replies' text is as the endpoint
+    sent it: redaction is the reader's (:func:`framekit.judges.request.read_reply`).
     """
 
     name: TransportName
@@ -92,10 +92,6 @@ def keep_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-# Provider prefixes whose endpoints speak OpenAI's chat completions wire format.
-_HTTP_PROVIDERS = ("openai/", "hosted_vllm/")
-
-
 def choose_transport(
     model: str, transport: str, processes: int, api_base: str | None
 ) -> TransportName:
@@ -113,7 +109,7 @@ def choose_transport(
         raise InputError(f"transport must be 'auto', 'http' or 'litellm', not {transport!r}")
     if transport == "litellm":
         return "litellm"
-    speaks_openai = model.startswith(_HTTP_PROVIDERS)
+    speaks_openai = openai_speaker(model) is not None
     if transport == "auto":
         return "http" if speaks_openai and processes == 1 else "litellm"
     if processes > 1:

@@ -14,10 +14,9 @@ Needs the ``framekit[ray]`` extra; ``import framekit`` never imports Ray.
 - ``_parquet``: ``evaluate_parquet(..., engine="ray")``, resumable like the local one.
 """
 
-try:
-    import ray  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the install
-    raise ImportError("framekit.ray needs Ray Data: pip install 'framekit[ray]'") from exc
+from framekit._dependencies import import_optional
+
+import_optional("ray.data", extra="ray", purpose="framekit.ray")
 
 from framekit.ray._dataset import ensure_ray, evaluate_dataset  # noqa: E402
 from framekit.ray._limiter import RemoteLimiter, limiter_name, shared_limiter  # noqa: E402

@@ -9,16 +9,15 @@ import ray
 import ray.data
 
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
 from framekit.engine.cache import Cache, default_cache_dir
-from framekit.engine.jobs import check_evaluators
-from framekit.evaluators.base import Evaluator
-from framekit.judges.base import JudgeLike
-from framekit.judges.litellm_judge import Judge
+from framekit.engine.prepare import MappingValue
+from framekit.evaluators.base import Evaluator, check_evaluators
+from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
+from framekit.judges.providers import FRAMEKIT_KEY_VAR
 from framekit.judges.resolve import resolve_judge
 from framekit.ray._limiter import shared_limiter
-from framekit.ray._scorer import ENV_API_KEY, BlockScorer, RunSpec
+from framekit.ray._scorer import BlockScorer, RunSpec
 
 #: Rows per block handed to a worker. Requests are deduplicated within a block, so larger
 #: blocks dedup more; smaller ones spread better over workers and lose less when killed.
@@ -72,11 +71,11 @@ def run_spec(
     if isinstance(resolved, Judge):
         if shared_limit:
             limiter = shared_limiter(resolved.model, resolved.api_base, resolved.rpm, resolved.tpm)
-        # The spec travels through Ray's object store (which may spill to disk): a key
-        # that came from the environment is left out and read from each worker's own.
-        if resolved._api_key and resolved._api_key == os.environ.get(ENV_API_KEY):
-            resolved = resolved.without_key()
-            key_from_env = True
+        # The spec travels through Ray's object store (which may spill to disk). A judge
+        # carries only a key it was given; one it reads from the environment is read
+        # from each worker's own, which must then hold it.
+        key, source = resolved.endpoint.credentials.own()
+        key_from_env = bool(key) and source == f"${FRAMEKIT_KEY_VAR}"
     return RunSpec(
         evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env
     )

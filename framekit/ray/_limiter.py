@@ -27,8 +27,7 @@ from typing import Any
 
 import ray
 
-from framekit.engine.limiter import EndpointHealth, RateLimiter
-from framekit.engine.pacing import read_limits
+from framekit.engine.limiter import EndpointHealth, RateLimiter, read_limits
 
 #: Ray namespace of the limiter actors: jobs of one cluster using one key share a limit.
 NAMESPACE = "framekit"
@@ -108,8 +107,10 @@ def shared_limiter(model: str, api_base: str | None, rpm: float | None, tpm: flo
 class RemoteLimiter:
     """Stands in for the executor's :class:`RateLimiter`, asking the cluster's actor.
 
-    Same interface as :class:`~framekit.engine.limiter.RateLimiter`; install it as
-    ``judge.shared_limiter`` and every run of that judge paces through the actor.
+    Same interface as :class:`~framekit.engine.limiter.RateLimiter`
+    (:class:`~framekit.engine.limiter.Limiter`); a worker hands it to the runs it scores
+    (``evaluate_with_stats(..., limiter_for=...)``), which pace their judge's calls
+    through the actor.
     """
 
     def __init__(self, actor: Any, seed: int | None = None) -> None:

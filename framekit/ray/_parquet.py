@@ -17,18 +17,24 @@ import os
 import pickle
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import ray
 import ray.data
 
+from framekit._aio import run_sync
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
-from framekit.engine.cache import Cache
+from framekit.engine.prepare import MappingValue
 from framekit.evaluators.base import Evaluator
-from framekit.frame import OnError
-from framekit.io import ParquetJob, ParquetRun, SourceLike, resolve_sources
-from framekit.judges.base import JudgeLike
+from framekit.io import (
+    ParquetJob,
+    ParquetOptions,
+    ParquetRun,
+    SourceLike,
+    resolve_sources,
+    run_parquet,
+)
 from framekit.ray._dataset import ensure_ray, pool_settings, run_spec
 from framekit.ray._scorer import ROW_COL, SLICE_COL, STATS_COL, SliceScorer
 
@@ -39,24 +45,18 @@ def evaluate_parquet(
     evaluators: Evaluator | Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None = None,
     *,
-    judge: JudgeLike | None = None,
-    cache: Cache | str | bool | None = None,
-    on_error: OnError = "record",
-    progress: bool = True,
-    details: bool = False,
-    overwrite: bool = False,
-    slice_rows: int | None = None,
     address: str | None = None,
     workers: int | None = None,
     num_cpus: float | None = None,
     shared_limit: bool = True,
+    options: ParquetOptions | None = None,
+    **keywords: Any,
 ) -> ParquetRun:
     """:func:`framekit.evaluate_parquet` with the slices scored by Ray workers.
 
     Parameters
     ----------
-    source, destination, evaluators, mapping, judge, cache, on_error, progress, details, \
-overwrite, slice_rows
+    source, destination, evaluators, mapping
         As for :func:`framekit.evaluate_parquet` (a DuckDB relation is not accepted).
         A slice is the unit of work a worker takes and of resuming.
     address
@@ -64,6 +64,10 @@ overwrite, slice_rows
         uses the current connection or starts a local instance.
     workers, num_cpus, shared_limit
         As for :func:`framekit.ray.evaluate_dataset`.
+    options, **keywords
+        ``judge``, ``cache``, ``on_error``, ``progress``, ``details``, ``overwrite``,
+        ``slice_rows`` as for :func:`framekit.evaluate_parquet`, as keywords or as one
+        :class:`framekit.io.ParquetOptions`.
 
     Returns
     -------
@@ -77,28 +81,23 @@ overwrite, slice_rows
     ...     [RetrievalRelevance()], {"input": "question", "context": "docs"},
     ...     judge="local", workers=2)  # doctest: +SKIP
     """
+    if options is None:
+        try:
+            options = ParquetOptions(**keywords)
+        except TypeError as exc:  # an unknown keyword
+            raise InputError(f"framekit.ray.evaluate_parquet: {exc}") from None
+    elif keywords:
+        raise InputError("give the run's options once: as options= or as keywords")
     if not isinstance(source, (str, os.PathLike, list, tuple)):
         raise InputError("engine='ray' takes Parquet files or globs, not a DuckDB relation")
     files = resolve_sources(source)
-    job = ParquetJob(
-        files,
-        Path(destination),
-        evaluators,
-        mapping,
-        on_error=on_error,
-        details=details,
-        overwrite=overwrite,
-        slice_rows=slice_rows,
-        progress=progress,
-    )
+    job = ParquetJob(files, Path(destination), evaluators, mapping, options)
     if not job.slices:
         # Nothing to send to a cluster: the local engine writes the empty file.
-        from framekit.io import evaluate_parquet as local
+        return run_sync(run_parquet(files, job.dest, job.evaluators, mapping, options))
 
-        return local(files, job.dest, job.evaluators, mapping, judge=judge, cache=cache,
-                     on_error=on_error, progress=progress, details=details,
-                     overwrite=overwrite)  # fmt: skip
-
+    judge, cache = options.judge, options.cache
+    details, overwrite = options.details, options.overwrite
     ensure_ray(address)
     spec = run_spec(job.evaluators, mapping, judge, cache, details, overwrite, shared_limit)
     size, cpus = pool_settings(spec.judge, workers, num_cpus)

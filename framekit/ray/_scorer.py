@@ -2,7 +2,7 @@
 
 A worker is built once: it unpickles the evaluators and the judge, loads the offline
 judge's embedding model (once per actor, not per block), opens the cache and, for an API
-judge, installs the cluster's limiter. Each block then goes through the ordinary engine
+judge, makes the proxy of the cluster's limiter that paces the judge's calls. Each block then goes through the ordinary engine
 (:func:`framekit.aevaluate_dataframe`) on a polars frame made from the Arrow batch, on one
 event loop kept for the worker's life (the judge's HTTP sessions stay valid across blocks).
 Requests are deduplicated within the block; the cache spans blocks and workers.
@@ -22,17 +22,18 @@ import polars as pl
 import pyarrow as pa
 
 from framekit._errors import InputError
-from framekit._mapping import MappingValue
+from framekit._result_columns import result_columns
+from framekit.engine.limiter import Limiter
+from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats
+from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
-from framekit.frame import evaluate_with_stats, result_columns
-from framekit.judges.litellm_judge import Judge
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.providers import FRAMEKIT_KEY_VAR
 
 #: Extra columns of a slice's output (evaluate_parquet on Ray), dropped by the driver.
 SLICE_COL, ROW_COL, STATS_COL = "__fk_slice", "__fk_row", "__fk_stats"
-#: Where fk.Judge reads its key when none is given.
-ENV_API_KEY = "FRAMEKIT_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class RunSpec:
     details: bool
     overwrite: bool
     limiter: Any = None  # the limiter actor's handle, or None: each worker paces alone
-    key_from_env: bool = False  # the judge's key is read from the worker's environment
+    key_from_env: bool = False  # the judge's key is read from each worker's environment
 
 
 class BlockScorer:
@@ -57,22 +58,20 @@ class BlockScorer:
 
         self.spec = spec
         self.judge = spec.judge
+        self.limiter: Limiter | None = None
         if isinstance(self.judge, LocalJudge):
             self.judge = _local_judge_for_this_worker(self.judge)
         else:
-            if spec.key_from_env:
-                key = os.environ.get(ENV_API_KEY)
-                if not key:
-                    raise InputError(
-                        f"{ENV_API_KEY} is not set on this Ray node: set it in the nodes' "
-                        "environment, or pass api_key= to fk.Judge (it then travels to the "
-                        "workers through Ray's object store)"
-                    )
-                self.judge._api_key = key
+            if spec.key_from_env and not os.environ.get(FRAMEKIT_KEY_VAR):
+                raise InputError(
+                    f"{FRAMEKIT_KEY_VAR} is not set on this Ray node: set it in the nodes' "
+                    "environment, or pass api_key= to fk.Judge (it then travels to the "
+                    "workers through Ray's object store)"
+                )
             if spec.limiter is not None:
                 from framekit.ray._limiter import RemoteLimiter
 
-                self.judge.shared_limiter = RemoteLimiter(spec.limiter)  # type: ignore[attr-defined]
+                self.limiter = RemoteLimiter(spec.limiter)
         self.cache = resolve_cache(spec.cache)
         self.columns = result_columns(spec.evaluators, spec.details)
         self.loop = asyncio.new_event_loop()
@@ -91,9 +90,15 @@ class BlockScorer:
                 progress=False,
                 details=spec.details,
                 overwrite=spec.overwrite,
+                limiter_for=self._limiter_for,
             )
         )
         return scored.select(self.columns), stats
+
+    def _limiter_for(self, judge: Judge) -> Limiter | None:
+        """The cluster's limiter paces the run's judge; evaluators with a judge of their
+        own pace on this worker alone."""
+        return self.limiter if judge is self.judge else None
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         results, _ = self.score(pl.from_arrow(batch))  # type: ignore[arg-type]
@@ -141,11 +146,8 @@ def _local_judge_for_this_worker(judge: LocalJudge) -> LocalJudge:
     every core of the machine, and N workers on one machine would fight over them."""
     import ray
 
-    from framekit.judges.local.embedder import LocalEmbedder
-
-    if judge._embedder is None:
-        cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
-        judge = LocalJudge(LocalEmbedder(threads=max(1, round(cpus))))
+    cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
+    judge = judge.with_threads(max(1, round(cpus)))
     _ = judge.embedder
     return judge
 

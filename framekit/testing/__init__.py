@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from framekit.testing._sim_answers import expected_choice
     from framekit.testing.simulator import (
         JudgeSimulator,
+        NoisyJudge,
         SimulatorConfig,
         SimulatorProcess,
         SimulatorStats,
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "JudgeSimulator",
+    "NoisyJudge",
     "SimulatorConfig",
     "SimulatorProcess",
     "SimulatorStats",

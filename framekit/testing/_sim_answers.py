@@ -11,7 +11,8 @@ The answer rule
   parsed; anything else is a string (optionally quoted). Marker keys may set properties
   the schema does not have, or values outside an enum: that is how tests provoke invalid
   answers. The keys ``fault``, ``first``, ``retry_after`` and ``latency`` are reserved for
-  the HTTP layer and never become properties.
+  the HTTP layer and never become properties; ``truth`` and ``confidence`` steer the label
+  probabilities and noisy judges (``_sim_logprobs``) and never become properties either.
 * The *subject* of a request is the last user message that holds a ``[BEGIN DATA: ...]``
   block, or else the last user message. (So an appended instruction or re-ask turn does
   not change the answer.)
@@ -39,7 +40,9 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-RESERVED_KEYS = frozenset({"fault", "first", "retry_after", "latency"})
+from framekit.testing import _sim_logprobs
+
+RESERVED_KEYS = frozenset({"fault", "first", "retry_after", "latency", "truth", "confidence"})
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
 )
@@ -326,14 +329,18 @@ def chat_completion(
     response_id: str,
     created: int,
     template: str | None = None,
+    noisy: _sim_logprobs.NoisyJudge | None = None,
 ) -> dict[str, Any]:
     """The OpenAI ``chat.completion`` object answering ``body``.
 
     ``fault`` may be ``"malformed"`` (truncated JSON), ``"null"`` (``content: null``) or
     ``"refusal"``; any other value is ignored here (the HTTP layer handles it).
     ``template`` (``SimulatorConfig.reply_template``) wraps a text answer: its
-    ``{answer}`` is replaced by the answer's JSON.
-    Raises ``ValueError`` for a request without a ``messages`` list.
+    ``{answer}`` is replaced by the answer's JSON. ``noisy`` (the request model's
+    ``SimulatorConfig.noisy_judges`` entry) picks the label; with ``logprobs: true`` the
+    answer carries ``logprobs.content`` (see ``_sim_logprobs``).
+    Raises ``ValueError`` for a request without a ``messages`` list, or asking for
+    ``top_logprobs`` outside 0..20 or without ``logprobs``.
     """
     messages = body.get("messages")
     if not isinstance(messages, list) or not all(isinstance(m, Mapping) for m in messages):
@@ -341,10 +348,14 @@ def chat_completion(
     subject = subject_text(messages)
     props = {k: v for k, v in markers.items() if k not in RESERVED_KEYS}
 
+    top = _top_logprobs(body)
     tool_name, schema, json_mode = _requested_shape(body, messages)
+    verdict = None
     if schema is not None:
         value = build_instance(schema, subject)
         if isinstance(value, dict):
+            model = str(body.get("model") or "")
+            verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
             value.update(props)
         text = json.dumps(value)
     elif props or json_mode or tool_name is not None:
@@ -376,6 +387,10 @@ def chat_completion(
     answered = message["content"] or message["refusal"] or ""
     if "tool_calls" in message:
         answered = text
+    logprobs = None
+    if top is not None and (message["content"] or "tool_calls" in message):
+        tokens = _sim_logprobs.logprobs_content(answered, verdict, top)
+        logprobs = {"content": tokens, "refusal": None}
     prompt_tokens = estimate_tokens(sum(len(message_text(m)) for m in messages))
     completion_tokens = estimate_tokens(len(answered))
     return {
@@ -384,13 +399,29 @@ def chat_completion(
         "created": created,
         "model": str(body.get("model") or "sim"),
         "system_fingerprint": "framekit-sim",
-        "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish, "logprobs": logprobs}
+        ],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
         },
     }
+
+
+def _top_logprobs(body: Mapping[str, Any]) -> int | None:
+    """How many alternatives per token the request asks for; ``None``: no logprobs."""
+    top = body.get("top_logprobs")
+    if top is not None and (
+        not isinstance(top, int) or isinstance(top, bool) or not 0 <= top <= 20
+    ):
+        raise ValueError("'top_logprobs' must be an integer between 0 and 20")
+    if not body.get("logprobs"):
+        if top:
+            raise ValueError("'top_logprobs' needs 'logprobs': true")
+        return None
+    return top or 0
 
 
 def _requested_shape(

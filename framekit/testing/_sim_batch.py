@@ -333,8 +333,9 @@ class BatchSim:
         else:
             body = line["body"]
         markers = answers.parse_markers(body["messages"])
-        fault = self.app._marker_fault(markers, body)
+        fault = self.app.marker_fault(markers, body)
         created = int(time.time())
+        self.app.count_model(body.get("model"))
         completion = answers.chat_completion(
             body,
             markers,
@@ -342,6 +343,7 @@ class BatchSim:
             f"chatcmpl-{batch['id']}-{number}",
             created,
             template=self.app.config.reply_template,
+            noisy=self.app.config.noisy_judge(body.get("model")),
         )
         if batch["kind"] == "anthropic":
             result = {"type": "succeeded", "message": _anthropic_message(completion, body)}

@@ -84,6 +84,7 @@ class SimApp:
         self.total = self.chat = self.embeddings = 0
         self.by_status: dict[int, int] = {}
         self.by_endpoint: dict[str, int] = {}
+        self.by_model: dict[str, int] = {}
         self.by_query: dict[str, int] = {}
         self.faults: dict[str, int] = {}
         self.abandoned = self.in_flight = self.max_in_flight = 0
@@ -139,6 +140,7 @@ class SimApp:
             "embeddings": self.embeddings,
             "by_status": dict(sorted(self.by_status.items())),
             "by_endpoint": dict(self.by_endpoint),
+            "by_model": dict(self.by_model),
             "by_query": dict(self.by_query),
             "faults": dict(self.faults),
             "abandoned": self.abandoned,
@@ -164,6 +166,11 @@ class SimApp:
 
     def _fault(self, name: str) -> None:
         self.faults[name] = self.faults.get(name, 0) + 1
+
+    def count_model(self, model: Any) -> None:
+        """One more request (or batch line) for ``model``."""
+        name = str(model)
+        self.by_model[name] = self.by_model.get(name, 0) + 1
 
     # -- routing ----------------------------------------------------------------------
 
@@ -217,6 +224,7 @@ class SimApp:
         if not isinstance(payload, dict):
             return Reply(400, error_body(400, "The request body must be a JSON object."))
         self.requests.append(payload)
+        self.count_model(payload.get("model"))
 
         rejected = self._gateway(headers)
         if rejected is not None:
@@ -328,7 +336,7 @@ class SimApp:
             )
 
         markers = answers.parse_markers(messages)
-        fault = self._marker_fault(markers, payload)
+        fault = self.marker_fault(markers, payload)
         if fault is None and cfg.any_rate:
             draw = self.rng.random()
             for name, field in _RATE_FIELDS:
@@ -357,6 +365,7 @@ class SimApp:
             f"chatcmpl-sim{self.seq:08d}",
             int(time.time()),
             template=cfg.reply_template,
+            noisy=cfg.noisy_judge(payload.get("model")),
         )
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
@@ -368,7 +377,7 @@ class SimApp:
             tokens=(usage["prompt_tokens"], usage["completion_tokens"]),
         )
 
-    def _marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
+    def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")
         if fault is None:
             return None

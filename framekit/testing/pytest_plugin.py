@@ -60,7 +60,7 @@ def judge_from_env() -> Any:
     """
     import os
 
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
     from framekit.judges.resolve import ENV_JUDGE
 

@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -42,8 +42,16 @@ from typing import Any, TypedDict, TypeVar
 
 from framekit.testing._sim_echo import ECHO_MODES as _ECHO_MODES
 from framekit.testing._sim_http import SimApp, serve
+from framekit.testing._sim_logprobs import NoisyJudge
 
-__all__ = ["JudgeSimulator", "SimulatorConfig", "SimulatorProcess", "SimulatorStats", "main"]
+__all__ = [
+    "JudgeSimulator",
+    "NoisyJudge",
+    "SimulatorConfig",
+    "SimulatorProcess",
+    "SimulatorStats",
+    "main",
+]
 
 _T = TypeVar("_T")
 _RETRY_AFTER_STYLES = (None, "seconds", "ms", "http-date")
@@ -119,6 +127,14 @@ null_content_rate, refusal_rate : float
         If set, every batch is rejected as a whole with this reason.
     seed : int, optional
         Seed of the fault / latency RNG (``None``: unseeded). ``reset()`` reseeds.
+    noisy_judges : mapping of str to NoisyJudge
+        Model name (the request body's ``model``, e.g. ``"weak"`` for litellm's
+        ``"openai/weak"``) -> a :class:`NoisyJudge` that picks the label, right with a
+        probability it reports (or, miscalibrated, does not); ``"*"`` stands for every
+        model not named. One simulator serves a weak and a strong judge as two model
+        names, and ``stats()["by_model"]`` counts each one's requests. A label's truth is
+        the ``@sim(truth=...)`` marker, else the sha256 choice. Dicts of the fields (or
+        that mapping as a JSON string, on the command line) are accepted.
 
     Examples
     --------
@@ -152,8 +168,16 @@ null_content_rate, refusal_rate : float
     batch_failed_rate: float = 0.0
     batch_expired_rate: float = 0.0
     batch_validation_error: str | None = None
+    noisy_judges: Mapping[str, NoisyJudge] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        judges: Any = self.noisy_judges
+        if isinstance(judges, str):
+            judges = json.loads(judges)
+        if not isinstance(judges, Mapping):
+            raise ValueError("noisy_judges must map model names to NoisyJudge fields")
+        coerced = {str(model): NoisyJudge.coerce(j) for model, j in judges.items()}
+        object.__setattr__(self, "noisy_judges", coerced)
         if self.latency < 0 or (self.latency_max is not None and self.latency_max < self.latency):
             raise ValueError("need 0 <= latency <= latency_max")
         if self.rpm is not None and self.rpm <= 0:
@@ -184,6 +208,13 @@ null_content_rate, refusal_rate : float
         """Whether any random fault can fire (saves an RNG draw per request otherwise)."""
         return any(getattr(self, name) for name in _RATES)
 
+    def noisy_judge(self, model: Any) -> NoisyJudge | None:
+        """The noisy judge answering as ``model`` (its own entry, else ``"*"``), if any."""
+        judges = self.noisy_judges
+        if not judges:
+            return None
+        return judges.get(str(model)) or judges.get("*")
+
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""
         return dataclasses.asdict(self)
@@ -205,6 +236,9 @@ class SimulatorStats(TypedDict):
     embeddings: int
     by_status: dict[int, int]
     by_endpoint: dict[str, int]
+    #: API requests received per body ``model`` (chat and embeddings), plus batch lines
+    #: answered per model: the work each model of a cascade was given.
+    by_model: dict[str, int]
     #: Query strings of API requests that had one (``api-version=2024-06-01``: count).
     by_query: dict[str, int]
     faults: dict[str, int]

@@ -151,7 +151,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from framekit._errors import InputError
+from framekit._errors import InputError, OTLPExportError, PhoenixError, TraceFormatError
 from framekit.traces._assemble import (
     SIDE_EFFECT_TOOLS,
     WEB_SEARCH_TOOLS,
@@ -160,9 +160,9 @@ from framekit.traces._assemble import (
     _span_rows,
     _trace_row,
 )
-from framekit.traces._otel import EVENT_NAME, OTLPExportError, to_otel_events
-from framekit.traces._phoenix import ANNOTATION_SCHEMA, PhoenixError, log_to_phoenix, to_annotations
-from framekit.traces._read import TraceFormatError, _read
+from framekit.traces._otel import EVENT_NAME, to_otel_events
+from framekit.traces._phoenix import ANNOTATION_SCHEMA, log_to_phoenix, to_annotations
+from framekit.traces._read import _read
 from framekit.traces._scored import ExportResult
 from framekit.traces._spill import grouped
 

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from framekit._errors import GenAIFormatError
 from framekit.traces._text import _content_text, _role
 
 # gen_ai.operation.name (and OpenLLMetry's traceloop.span.kind) -> OpenInference span kind
@@ -39,10 +40,6 @@ GENAI_JSON_LEAVES = frozenset(
         "traceloop.entity.output",
     }
 )
-
-
-class GenAIFormatError(ValueError):
-    """A ``gen_ai.*`` attribute that does not hold what the conventions say it holds."""
 
 
 def has_genai(attrs: Mapping[str, Any]) -> bool:

@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 
 import polars as pl
 
-from framekit._errors import FramekitError, InputError
+from framekit._dependencies import import_optional
+from framekit._errors import InputError, OTLPExportError
 from framekit._urls import join_path
 from framekit.traces._endpoint import Destination
 from framekit.traces._phoenix import annotation_rows
@@ -21,10 +22,6 @@ from framekit.traces._scored import ExportResult, as_polars, span_column
 EVENT_NAME = "gen_ai.evaluation.result"
 _SCOPE = {"name": "framekit"}
 _LINE_RECORDS = 1000  # records per OTLP request: one line of the JSONL file each
-
-
-class OTLPExportError(FramekitError):
-    """The OTLP endpoint did not accept every event."""
 
 
 def _records(frame: pl.DataFrame, now: int) -> Iterator[dict[str, Any]]:
@@ -184,17 +181,17 @@ def _write(frame: pl.DataFrame, path: Path) -> None:
 
 def _export(frame: pl.DataFrame, endpoint: str, headers: dict[str, str], timeout: float) -> str:
     """Send the events with the SDK; returns the endpoint as it may be shown."""
-    try:
-        from opentelemetry import trace
-        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-        from opentelemetry.sdk._logs import LoggerProvider
-        from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult
-        from opentelemetry.sdk.resources import Resource
-    except ImportError as exc:
-        raise InputError(
-            "exporting to an OTLP endpoint needs the OpenTelemetry SDK: "
-            "pip install 'framekit[otel]'"
-        ) from exc
+    import_optional(
+        "opentelemetry.exporter.otlp.proto.http._log_exporter",
+        extra="otel",
+        purpose="exporting to an OTLP endpoint",
+    )
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs import LoggerProvider
+    from opentelemetry.sdk._logs.export import BatchLogRecordProcessor, LogRecordExportResult
+    from opentelemetry.sdk.resources import Resource
+
     path = urlsplit(endpoint).path.rstrip("/")
     url = endpoint if path.endswith("/v1/logs") else join_path(endpoint, "/v1/logs")
     sources = "headers= or $OTEL_EXPORTER_OTLP_HEADERS"

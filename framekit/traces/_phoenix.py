@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import polars as pl
 
-from framekit._errors import FramekitError, InputError
+from framekit._errors import InputError, PhoenixError
 from framekit.traces._endpoint import Destination
 from framekit.traces._scored import (
     ExportResult,
@@ -36,10 +36,6 @@ ANNOTATION_SCHEMA = pl.Schema(
     }
 )
 _RETRIED = frozenset({408, 425, 429, 500, 502, 503, 504})
-
-
-class PhoenixError(FramekitError):
-    """Phoenix refused or could not take the annotations (the message never holds a key)."""
 
 
 def annotation_rows(
@@ -291,4 +287,4 @@ def _retry_after(value: str | None) -> float | None:
         return None
 
 
-__all__ = ["ANNOTATION_SCHEMA", "PhoenixError", "log_to_phoenix", "to_annotations"]
+__all__ = ["ANNOTATION_SCHEMA", "log_to_phoenix", "to_annotations"]

@@ -22,19 +22,8 @@ from typing import IO, Any
 
 import polars as pl
 
-from framekit._errors import InputError
-from framekit.traces._genai import GENAI_JSON_LEAVES, GenAIFormatError, has_genai, merge_genai
-
-
-class TraceFormatError(InputError):
-    """A span export that cannot be read: names the file and what is missing or malformed."""
-
-    __module__ = "framekit.traces"  # its public home, as in tracebacks and the docs
-
-
-class SpanExportNotFound(TraceFormatError, FileNotFoundError):
-    """A named span export does not exist: an input error, and a ``FileNotFoundError``."""
-
+from framekit._errors import GenAIFormatError, SpanExportNotFound, TraceFormatError
+from framekit.traces._genai import GENAI_JSON_LEAVES, has_genai, merge_genai
 
 _TRACE_ID = ("context.trace_id", "trace_id", "traceId", "context.traceId")
 _SPAN_ID = ("context.span_id", "span_id", "spanId", "context.spanId")

@@ -13,12 +13,19 @@ from typing import TYPE_CHECKING
 
 from framekit._errors import JudgeConfigurationError
 from framekit.judges.batch.anthropic import AnthropicBatchClient
-from framekit.judges.batch.base import TERMINAL, BatchClient, BatchStatus, LineResult, env_key
+from framekit.judges.batch.base import TERMINAL, BatchClient, BatchStatus, LineResult
 from framekit.judges.batch.openai import OpenAIBatchClient
 from framekit.judges.http import resolve_endpoint
+from framekit.judges.providers import (
+    FRAMEKIT_KEY_VAR,
+    PROVIDERS,
+    batch_protocol,
+    batch_provider,
+    first_set,
+)
 
 if TYPE_CHECKING:
-    from framekit.judges.litellm_judge import Judge
+    from framekit.judges.judge import Judge
 
 __all__ = [
     "TERMINAL",
@@ -32,23 +39,6 @@ __all__ = [
     "list_priced",
     "make_client",
 ]
-
-_DEFAULT_BASE = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com/v1"}
-_KEY_VARS = {
-    "openai": ("FRAMEKIT_API_KEY", "OPENAI_API_KEY"),
-    "anthropic": ("FRAMEKIT_API_KEY", "ANTHROPIC_API_KEY"),
-}
-# (key variable, base-URL variables) litellm reads for each provider.
-_ENDPOINT_VARS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "openai": ("OPENAI_API_KEY", ("OPENAI_BASE_URL", "OPENAI_API_BASE")),
-    "anthropic": ("ANTHROPIC_API_KEY", ("ANTHROPIC_API_BASE",)),
-}
-
-
-def provider_of(model: str) -> str:
-    """``anthropic`` for ``anthropic/...`` and ``claude-...`` models, else ``openai``."""
-    head = model.split("/", 1)[0] if "/" in model else ""
-    return "anthropic" if head == "anthropic" or model.startswith("claude") else "openai"
 
 
 def wire_model(model: str) -> str:
@@ -64,24 +54,26 @@ def make_client(
     secrets: tuple[str, ...] = (),
     **params: object,
 ) -> BatchClient:
-    """A client for ``provider`` at ``api_base`` (its public endpoint when ``None``);
-    ``secrets`` are redacted from every error it raises (the key always is)."""
-    cls = AnthropicBatchClient if provider == "anthropic" else OpenAIBatchClient
-    key = api_key or env_key(*_KEY_VARS[cls.provider])
+    """A client for ``provider``'s batch protocol at ``api_base`` (its public endpoint
+    when ``None``); ``secrets`` are redacted from every error it raises (the key always
+    is). Without ``api_key``, the key is ``$FRAMEKIT_API_KEY``, else the provider's."""
+    protocol = batch_protocol(provider)
+    cls = AnthropicBatchClient if protocol == "anthropic" else OpenAIBatchClient
+    known = PROVIDERS[protocol]
+    key = api_key or first_set((FRAMEKIT_KEY_VAR, *known.key_vars))
     hidden = tuple(dict.fromkeys([*secrets, *([key] if key else [])]))
-    client = cls(api_base or _DEFAULT_BASE[cls.provider], key, wire_model(model), dict(params))
+    base = api_base or known.public_base or ""
+    client = cls(base, key, wire_model(model), dict(params))
     client.secrets = hidden
     return client
 
 
 def endpoint_of(judge: Judge) -> tuple[str | None, str | None]:
     """``(api_base, key)`` a batch client for ``judge`` uses: the judge's own, else the
-    provider's variables; ``api_base`` is ``None`` for the provider's public endpoint."""
-    provider = provider_of(judge.model)
-    env = _ENDPOINT_VARS[provider] if provider == "anthropic" else None
-    if env is None and judge.model.partition("/")[0] not in ("openai", "hosted_vllm"):
-        env = _ENDPOINT_VARS["openai"]
-    return resolve_endpoint(judge, env)
+    variables of the provider whose batch API it speaks (see
+    :func:`~framekit.judges.providers.batch_provider`); ``api_base`` is ``None`` for the
+    provider's public endpoint."""
+    return resolve_endpoint(judge.endpoint, batch_provider(judge.model))
 
 
 def list_priced(judge: Judge) -> bool:
@@ -95,14 +87,16 @@ def list_priced(judge: Judge) -> bool:
 
     Examples
     --------
-    >>> from framekit.judges.litellm_judge import Judge
+    >>> from framekit.judges.judge import Judge
     >>> list_priced(Judge("openai/gpt-4o-mini", api_base="http://127.0.0.1:8000/v1", batch=True))
     False
     """
     if judge.batch:
         return endpoint_of(judge)[0] is None
     if judge.transport == "http":
-        return resolve_endpoint(judge)[0] is None
+        from framekit.judges.providers import openai_speaker
+
+        return resolve_endpoint(judge.endpoint, openai_speaker(judge.model))[0] is None
     return True
 
 
@@ -115,18 +109,18 @@ def client_for(judge: Judge) -> BatchClient:
     :class:`~framekit.JudgeConfigurationError` here, before anything is written or
     uploaded.
     """
-    provider = provider_of(judge.model)
+    speaks = batch_provider(judge.model)
     problem = judge.configuration_problem()
     if problem:
         raise JudgeConfigurationError(problem)
     base, key = endpoint_of(judge)
     if key is None and base is None:
         # The provider's public endpoint always needs a key (a self-hosted one may not).
+        known = PROVIDERS[batch_protocol(speaks.name)]
         raise JudgeConfigurationError(
-            f"no API key for {judge.model!r}: set FRAMEKIT_API_KEY or "
-            f"{_KEY_VARS[provider][1]}, or pass api_key=..."
+            f"no API key for {judge.model!r}: set {FRAMEKIT_KEY_VAR} or "
+            f"{known.key_vars[0]}, or pass api_key=..."
         )
-    ident = judge.cache_identity()
-    params: dict[str, object] = {"max_tokens": judge.max_tokens, **ident["params"]}
+    params: dict[str, object] = {"max_tokens": judge.max_tokens, **judge.decoding.params}
     params["temperature"] = judge.temperature
-    return make_client(provider, base, key, judge.model, tuple(judge.secrets), **params)
+    return make_client(speaks.name, base, key, judge.model, tuple(judge.secrets), **params)

@@ -9,8 +9,8 @@ from typing import Any
 
 import aiohttp
 
+from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
-from framekit.judges.structured import one_line
 
 VERSION = "2023-06-01"
 _STATES = {"in_progress": "in_progress", "canceling": "cancelling", "ended": "ended"}

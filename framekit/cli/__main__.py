@@ -1,0 +1,5 @@
+"""``python -m framekit.cli``: the ``framekit`` command."""
+
+from framekit.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""What the scoring commands share: reading the judge, mapping, cache and evaluator flags.
+
+The API key is never a flag (it would land in the shell history): the judge reads
+``FRAMEKIT_API_KEY`` (or the provider's variable litellm reads, such as
+``OPENAI_API_KEY``), or the variable named by ``--api-key-env``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from framekit._errors import InputError
+
+ENV_HELP = """\
+environment:
+  FRAMEKIT_JUDGE      default judge model (else the offline local judge)
+  FRAMEKIT_API_KEY    API key of the judge endpoint (never pass a key as a flag)
+  FRAMEKIT_API_BASE   default --api-base
+  FRAMEKIT_CACHE_DIR  default cache directory (else ~/.cache/framekit)
+"""
+
+
+def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:
+    """``--map FIELD=COLUMN`` flags as a mapping (``None`` when none is given)."""
+    if not values:
+        return None
+    mapping: dict[str, str] = {}
+    for item in values:
+        field, sep, column = item.partition("=")
+        if not sep or not field.strip() or not column.strip():
+            raise InputError(f"--map {item!r}: expected FIELD=COLUMN, e.g. --map input=question")
+        mapping[field.strip()] = column.strip()
+    return mapping
+
+
+def judge_of(args: argparse.Namespace) -> Any:
+    """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits."""
+    from framekit.judges.judge import Judge
+    from framekit.judges.resolve import ENV_JUDGE
+
+    model = args.judge or os.environ.get(ENV_JUDGE, "").strip() or None
+    limits = {
+        "rpm": args.rpm,
+        "tpm": args.tpm,
+        "concurrency": args.concurrency,
+        "processes": args.processes,
+        "batch": args.batch or None,
+    }
+    if model is None or model.lower() == "local":
+        given = [f"--{k}" for k, v in limits.items() if v is not None]
+        if given:
+            print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
+        return "local" if model else None
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise InputError(f"--api-key-env: environment variable {args.api_key_env} is not set")
+    kwargs = {k: v for k, v in limits.items() if v is not None}
+    if args.batch and args.no_wait:
+        kwargs["wait"] = False
+    return Judge(model, api_base=args.api_base, api_key=api_key, **kwargs)
+
+
+def cache_of(args: argparse.Namespace) -> Any:
+    """``--cache DIR`` / ``--no-cache`` as ``cache=``."""
+    return False if args.no_cache else args.cache
+
+
+def evaluators_of(names: Sequence[str]) -> list[Any]:
+    """``-e NAMES`` flags (comma-separated, repeatable) as evaluators."""
+    from framekit.evaluators.registry import evaluators_by_names
+
+    return evaluators_by_names(names)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: an integer >= 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a number > 0."""
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
+    return value
+
+
+def builtin_names() -> list[str]:
+    """The names ``-e`` takes for the built-in evaluators."""
+    from framekit.evaluators.registry import BUILTIN_EVALUATORS
+
+    return list(BUILTIN_EVALUATORS)
+
+
+def command(sub: Any, name: str, *, help: str, description: str, epilog: str | None = None) -> Any:
+    """Declare the subcommand ``name`` of ``framekit`` (its epilog, examples, kept as written)."""
+    return sub.add_parser(
+        name,
+        help=help,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )

@@ -1,0 +1,463 @@
+"""From a frame to what each evaluator will be asked: one :class:`Prepared` per evaluator.
+
+Every run goes through here (``evaluate_dataframe``, ``evaluate_parquet``'s slices, Ray's
+blocks), and so do one record (``Evaluator.score``) and the dry run, so all of them read
+a frame the same way:
+
+1. the mapping gives one column per canonical field (a column name, a polars
+   expression, or a callable taking the row as a dict; a callable that raises fails only
+   its row);
+2. per evaluator, identical rows become one distinct :class:`Record` (``inverse`` maps
+   each row back to its record, ``weight`` counts the rows behind one);
+3. a record whose text fields together exceed the judge's character budget
+   (:meth:`Judge.char_budget <framekit.judges.judge.Judge.char_budget>`, from its context
+   window) is cut to fit rather than failed: short fields keep everything, long ones
+   share the rest, each cut text ends with a visible mark, and the row's explanation says
+   what was cut;
+4. the evaluator prepares each record (:meth:`Evaluator.prepare
+   <framekit.evaluators.base.Evaluator.prepare>`): a record it cannot evaluate, or a row
+   whose mapping raised, is settled with its error; a record whose verdict needs no judge
+   (an empty retrieval) is settled with that verdict. Only the others are asked about.
+
+Problems with the mapping itself (a missing column, an unmapped required field) are
+raised here, before any judge call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from framekit._errors import InputError, MappingError, RecordError, did_you_mean, one_line
+from framekit._frames import clean_text
+from framekit.evaluators.base import (
+    COLUMN_ALIASES,
+    FIELD_ALIASES,
+    FIELDS,
+    Evaluator,
+    Verdict,
+    canonical_fields,
+)
+from framekit.judges.judge import Judge
+from framekit.judges.local import LocalJudge
+from framekit.judges.resolve import JudgeResolver
+
+MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
+ProgressFn = Callable[[int, str], None]  # (rows, "done" | "cached" | "failed")
+
+
+@dataclass(slots=True, eq=False)
+class Record:
+    """One distinct record of one evaluator, and what became of it.
+
+    ``fields`` is the prepared record while something is still to be asked about it
+    (``None`` once it is settled); the other fields are its result, written as it comes
+    in, and read into the result columns of every row behind it.
+    """
+
+    fields: dict[str, Any] | None
+    #: Rows behind this record.
+    weight: int = 1
+    #: What was cut to fit the judge's context window (added to the explanation).
+    note: str | None = None
+    #: An LLM judge's answer that embeddings must follow before the verdict.
+    answer: dict[str, Any] | None = None
+    value: float | None = None
+    label: str | None = None
+    explanation: str | None = None
+    error: str | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+    cached: bool | None = None
+    latency_s: float | None = None
+    reported: bool = False  # already counted by the progress display
+
+    def settle(self, verdict: Verdict) -> None:
+        """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
+        self.value = min(1.0, max(0.0, float(verdict.value)))
+        self.label, self.explanation = verdict.label, verdict.explanation
+        self.fields = self.answer = None
+
+    def fail(self, error: str | None) -> None:
+        """The record's one-line error; nothing more to ask."""
+        self.error = error or "no answer"
+        self.fields = self.answer = None
+
+    def free(self) -> None:
+        """Scored without any call: no tokens, no cost, no wait."""
+        self.tokens, self.cost_usd, self.cached = 0, 0.0, False
+
+    def report(self, progress: ProgressFn) -> None:
+        """Count this record's rows on the progress display, once, as what it came to."""
+        if not self.reported:
+            self.reported = True
+            kind = "failed" if self.error else "cached" if self.cached else "done"
+            progress(self.weight, kind)
+
+
+@dataclass(eq=False)
+class Prepared:
+    """One evaluator's share of a frame: its judge, its distinct records, and for each row
+    of the frame the record it is (``inverse``)."""
+
+    evaluator: Evaluator
+    judge: Judge | LocalJudge
+    records: list[Record]
+    inverse: list[int] = field(default_factory=list)
+
+    @property
+    def embeds(self) -> bool:
+        """Whether its verdicts follow embeddings: the offline judge's, or of an LLM
+        judge's answers (AnswerRelevancy's regenerated questions)."""
+        return isinstance(self.judge, LocalJudge) or self.embeds_answers
+
+    @property
+    def embeds_answers(self) -> bool:
+        """Whether an LLM judge's answers are embedded before the verdict."""
+        return type(self.evaluator).embedding_texts is not Evaluator.embedding_texts
+
+    def pending(self) -> list[Record]:
+        """The records still to be asked about."""
+        return [r for r in self.records if r.fields is not None]
+
+    def failures(self) -> int:
+        """Rows whose evaluation failed."""
+        return sum(r.weight for r in self.records if r.error)
+
+    def judge_answer(
+        self, record: Record, answer: Mapping[str, Any], vectors: list[np.ndarray] | None = None
+    ) -> None:
+        """Settle ``record`` with the evaluator's reading of an LLM judge's answer (and of
+        the embeddings it needed), or with why the answer could not be read."""
+        assert record.fields is not None, "a settled record is not judged again"
+        try:
+            verdict = self.evaluator.verdict(record.fields, answer, vectors or None)
+        except RecordError as exc:
+            record.fail(str(exc))
+        except (KeyError, ValueError, TypeError) as exc:
+            detail = f"{type(exc).__name__}: {one_line(str(exc), 120)}"
+            record.fail(f"could not read the judge's answer: {detail}")
+        else:
+            record.settle(verdict)
+
+
+async def prepare(
+    frame: pl.DataFrame,
+    evaluators: Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None,
+    judge_for: JudgeResolver,
+) -> list[Prepared]:
+    """Each evaluator's distinct records of ``frame``, prepared (see the module docstring).
+
+    Raises :class:`~framekit.MappingError` for a bad mapping or a required field without
+    a source, naming the field, the evaluator and the available columns.
+    """
+    needed = {f for ev in evaluators for f in ev.fields}
+    fields = resolve_mapping(frame, mapping, needed)
+    for ev in evaluators:
+        ev.check_fields(fields.available, frame.columns)
+    prepared = []
+    for ev in evaluators:
+        names = [f for f in ev.fields if f in fields.available]
+        row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
+        records, inverse = distinct_records(fields.columns, names, frame.height, row_errors)
+        judge = judge_for(ev.judge)
+        await fit_to_context(records, judge)
+        for record in records:
+            _prepare_record(ev, record)
+        prepared.append(Prepared(ev, judge, records, inverse))
+    return prepared
+
+
+async def prepare_one(
+    evaluator: Evaluator, judge: Judge | LocalJudge, fields: Mapping[str, Any]
+) -> Prepared:
+    """One record (``Evaluator.score``), prepared as a frame's row would be; a record the
+    evaluator cannot evaluate raises its :class:`~framekit._errors.RecordError` here."""
+    record = Record({f: fields.get(f) for f in evaluator.fields})
+    await fit_to_context([record], judge)
+    _prepare_record(evaluator, record, strict=True)
+    return Prepared(evaluator, judge, [record], [0])
+
+
+def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None:
+    """The evaluator's preparation of one record, in place: the record it will be asked
+    about, or settled (its error; a verdict known without a judge). ``strict``: a record
+    that cannot be evaluated raises instead."""
+    if record.fields is None:
+        return  # its rows' mapping raised: the error is already its result
+    try:
+        ready = ev.prepare(record.fields)
+    except RecordError as exc:
+        if strict:
+            raise
+        record.fail(str(exc))
+        return
+    known = ev.known_verdict(ready)
+    if known is None:
+        record.fields = ready
+        return
+    # Scored without a judge (an empty retrieval): nothing to send or cache.
+    record.settle(known)
+    record.free()
+    record.latency_s = 0.0
+
+
+# -- identical rows --------------------------------------------------------------------
+
+
+#: The key of rows whose mapping raised, with the error (they are never asked about).
+_ROW_ERROR = "row error"
+
+
+def _hashable(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _hashable(v)) for k, v in value.items())
+    return value
+
+
+def distinct_records(
+    columns: Mapping[str, pl.Series],
+    names: list[str],
+    height: int,
+    row_errors: Mapping[int, str] | None = None,
+) -> tuple[list[Record], list[int]]:
+    """Collapse identical rows into records (their ``weight`` counts the rows), and for
+    each row the index of its record.
+
+    A row in ``row_errors`` (its mapping raised) is not a record to ask about: it goes to
+    a record holding that error (rows with the same error share one).
+    """
+    row_errors = row_errors or {}
+    if not names:  # an evaluator reading no field: every row is the same record
+        return ([Record({}, height)], [0] * height) if height else ([], [])
+    series = [columns[n] for n in names]
+    nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
+    lists = [s.to_list() for s in series]
+    index: dict[Any, int] = {}
+    key: Any
+    records: list[Record] = []
+    inverse: list[int] = []
+    for i, row in enumerate(zip(*lists)):
+        failed = row_errors.get(i)
+        if failed is not None:
+            key = (_ROW_ERROR, failed)
+        elif any(nested):
+            key = tuple(_hashable(v) if n else v for v, n in zip(row, nested))
+        else:
+            key = row
+        try:
+            r = index.get(key)
+        except TypeError:  # an unhashable value from a callable mapping: keep the row apart
+            r, key = None, object()
+        if r is None:
+            r = index[key] = len(records)
+            fresh = Record(dict(zip(names, row)), 0) if failed is None else Record(None, 0)
+            fresh.error = failed
+            records.append(fresh)
+        records[r].weight += 1
+        inverse.append(r)
+    return records, inverse
+
+
+# -- the context window ------------------------------------------------------------------
+
+#: Records with fewer characters of fields than this are not measured against a model's
+#: window (that would mean importing litellm to look it up, which a fully cached run never
+#: needs): every chat model of the last years takes them. Set ``judge.context_window``
+#: to have every record checked.
+_ALWAYS_FITS = 8_000
+
+
+async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge) -> None:
+    """Cut the fields of over-long ``records`` (in place) to the judge's character
+    budget, each with the note for its explanation."""
+    if not isinstance(judge, Judge):
+        return  # the local judge truncates to its model's 256 tokens by itself
+    unsettled = [r for r in records if r.fields is not None]
+    sizes = [sum(map(text_size, r.fields.values())) for r in unsettled if r.fields is not None]
+    if judge.context_window:
+        budget = judge.char_budget()
+    elif max(sizes, default=0) <= _ALWAYS_FITS:
+        return
+    else:  # litellm's figure: imported (seconds) off the event loop
+        budget = await asyncio.to_thread(judge.char_budget)
+    for record, size in zip(unsettled, sizes):
+        if size > budget and record.fields is not None:
+            record.note = fit_record(record.fields, budget)
+
+
+def text_size(value: Any) -> int:
+    """Characters of text in a field value: a string, or the strings of a list."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, (list, tuple)):
+        return sum(text_size(v if not isinstance(v, Mapping) else v.get("content")) for v in value)
+    return 0
+
+
+def _shares(sizes: list[int], budget: int) -> list[int]:
+    """Per-item limits within ``budget``: short items keep all, long ones split the rest."""
+    limits = [0] * len(sizes)
+    left = budget
+    order = sorted(range(len(sizes)), key=sizes.__getitem__)
+    for k, i in enumerate(order):
+        limits[i] = min(sizes[i], left // (len(sizes) - k))
+        left -= limits[i]
+    return limits
+
+
+TRUNCATION_MARK = "\n[... cut by framekit to fit the judge's context window ...]"
+
+
+def _cut(value: Any, limit: int) -> Any:
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[:limit] + TRUNCATION_MARK
+    if isinstance(value, (list, tuple)):
+        limits = _shares([text_size([v]) for v in value], limit)
+        out = []
+        for item, lim in zip(value, limits):
+            if isinstance(item, Mapping) and isinstance(item.get("content"), str):
+                item = {**item, "content": _cut(item["content"], lim)}
+            elif isinstance(item, str):
+                item = _cut(item, lim)
+            out.append(item)
+        return out
+    return value
+
+
+def fit_record(record: dict[str, Any], budget: int) -> str | None:
+    """Cut the text fields of ``record`` (in place) to ``budget`` characters in total.
+
+    Fields shorter than an even share keep everything; the longer ones share the rest, and
+    each cut text ends with a visible mark so the judge knows it is partial. Returns the
+    note for the explanation column, or ``None`` when nothing was cut.
+
+    Examples
+    --------
+    >>> record = {"input": "short question", "output": "x" * 100}
+    >>> fit_record(record, 50)
+    "[framekit: cut to fit the judge's context window: output 100 -> 36 characters]"
+    >>> len(record["output"]) > 36, record["input"]
+    (True, 'short question')
+    """
+    sizes = {f: text_size(v) for f, v in record.items()}
+    if sum(sizes.values()) <= budget:
+        return None
+    limits = dict(zip(sizes, _shares(list(sizes.values()), budget)))
+    cuts = []
+    for f, size in sizes.items():
+        if size > limits[f]:
+            record[f] = _cut(record[f], limits[f])
+            cuts.append(f"{f} {size:,} -> {limits[f]:,}")
+    return f"[framekit: cut to fit the judge's context window: {'; '.join(cuts)} characters]"
+
+
+# -- the mapping -------------------------------------------------------------------------
+
+
+@dataclass
+class ResolvedFields:
+    """Field name -> column of values, plus per-row errors from callables."""
+
+    columns: dict[str, pl.Series]
+    row_errors: dict[str, dict[int, str]] = field(default_factory=dict)
+
+    @property
+    def available(self) -> set[str]:
+        return set(self.columns)
+
+
+def _columns_text(frame: pl.DataFrame) -> str:
+    return ", ".join(repr(c) for c in frame.columns) or "(none)"
+
+
+def resolve_mapping(
+    frame: pl.DataFrame, mapping: Mapping[str, MappingValue] | None, needed: set[str]
+) -> ResolvedFields:
+    """Resolve the fields in ``needed`` (others in the mapping are ignored)."""
+    if mapping is None:
+        mapping = {f: f for f in FIELDS if f in frame.columns}
+        # Columns named as other projects name the fields (user_query, ...) fill the rest.
+        for alias in COLUMN_ALIASES:
+            canonical = FIELD_ALIASES[alias]
+            if canonical not in mapping and alias in frame.columns:
+                mapping[canonical] = alias
+    elif not isinstance(mapping, Mapping):
+        raise MappingError(
+            f"mapping must be a dict of field -> column, got {type(mapping).__name__}"
+        )
+    unknown = [k for k in mapping if k not in FIELDS and k not in FIELD_ALIASES]
+    if unknown:
+        raise MappingError(
+            f"mapping key {unknown[0]!r} is not a field; fields are {', '.join(FIELDS)} "
+            f"(aliases: {', '.join(FIELD_ALIASES)}; map a field to a column: "
+            "{'input': 'question'})"
+        )
+    try:
+        mapping = canonical_fields(mapping, "mapping")
+    except InputError as exc:
+        raise MappingError(str(exc)) from None
+    resolved = ResolvedFields({})
+    for name, source in mapping.items():
+        if name not in needed:
+            continue
+        if isinstance(source, str):
+            if source not in frame.columns:
+                raise MappingError(
+                    f"mapping {name!r} -> {source!r}: no column {source!r}."
+                    f"{did_you_mean(source, frame.columns)} "
+                    f"Available columns: {_columns_text(frame)}"
+                )
+            resolved.columns[name] = frame.get_column(source)
+        elif isinstance(source, pl.Expr):
+            try:
+                resolved.columns[name] = frame.select(source.alias(name)).to_series()
+            except Exception as exc:  # polars raises many kinds; all mean a bad expression
+                raise MappingError(
+                    f"mapping {name!r}: the expression failed: {one_line(str(exc), 200)}. "
+                    f"Available columns: {_columns_text(frame)}"
+                ) from None
+            if resolved.columns[name].len() != frame.height:
+                raise MappingError(
+                    f"mapping {name!r}: the expression gives {resolved.columns[name].len()} "
+                    f"values for {frame.height} rows"
+                )
+        elif callable(source):
+            values: list[Any] = []
+            errors: dict[int, str] = {}
+            for i, row in enumerate(frame.iter_rows(named=True)):
+                try:
+                    value = source(row)
+                    values.append(clean_text(value) if isinstance(value, str) else value)
+                except Exception as exc:
+                    values.append(None)
+                    errors[i] = (
+                        f"mapping for {name!r} raised {type(exc).__name__}: {one_line(str(exc), 120)}"
+                    )
+            resolved.columns[name] = _series(name, values)
+            if errors:
+                resolved.row_errors[name] = errors
+        else:
+            raise MappingError(
+                f"mapping {name!r}: expected a column name, a polars expression or a "
+                f"callable, got {type(source).__name__}"
+            )
+    return resolved
+
+
+def _series(name: str, values: list[Any]) -> pl.Series:
+    """Values of one kind as a typed column; mixed kinds (or odd ones) as Python objects."""
+    if len({type(v) for v in values if v is not None}) <= 1:
+        try:
+            return pl.Series(name, values, strict=False)
+        except Exception:  # polars cannot type them (ragged structs, custom objects...)
+            pass
+    return pl.Series(name, values, dtype=pl.Object)

@@ -1,0 +1,340 @@
+"""``evaluate_dataframe``: score the rows of a table and append typed result columns.
+
+The entry layer of a run: a frame in (:mod:`framekit._frames`), its rows prepared per
+evaluator (:mod:`framekit.engine.prepare`), settled by the engine
+(:func:`framekit.engine.planner.run`), and their results appended as the typed columns of
+the contract (:mod:`framekit._result_columns`), in the kind of frame that came in. Also
+one record scored the same way (:func:`ascore_record`), which ``Evaluator.score`` reaches
+through the scorer the package installs (see :mod:`framekit._record_scorer`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import polars as pl
+
+from framekit import _provenance
+from framekit._aio import note_interrupted, run_sync
+from framekit._errors import EvaluationFailed, InputError, JudgeError
+from framekit._frames import FrameIn, from_polars, to_polars
+from framekit._progress import EvaluationBar
+from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS, result_columns
+from framekit._score import Score, passes
+from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.planner import LimiterFor, run
+from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
+from framekit.engine.stats import RunStats, record_last
+from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeResolver, resolve_judge
+
+OnError = Literal["record", "raise"]
+#: How the warning of a run whose every evaluation failed begins.
+ALL_FAILED = "framekit: every evaluation of this run failed"
+
+
+def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
+    """One evaluator's result columns: each record's result, given to every row behind it."""
+    ev, records = share.evaluator, share.records
+    take = pl.Series("idx", share.inverse, dtype=pl.UInt32)
+
+    def col(kind: str, values: list[Any]) -> pl.Series:
+        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS[kind]
+        return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
+
+    score = col("score", [r.value for r in records])
+    out = [
+        score,
+        col("label", [r.label for r in records]),
+        col("explanation", [_explained(r.explanation, r.note, r.value) for r in records]),
+        passes(score, ev.threshold, ev.direction).alias(f"{ev.name}_passed"),
+        col("error", [r.error for r in records]),
+    ]
+    if details:
+        out += [
+            col("tokens", [r.tokens for r in records]),
+            col("cost_usd", [r.cost_usd for r in records]),
+            col("cached", [r.cached for r in records]),
+            col("latency_s", [r.latency_s for r in records]),
+        ]
+    return out
+
+
+def _explained(explanation: str | None, note: str | None, value: float | None) -> str | None:
+    """A scored record's explanation, with what was cut to fit the context window."""
+    if note is None or value is None:
+        return explanation
+    return f"{explanation} {note}" if explanation else note
+
+
+async def aevaluate_dataframe(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    on_error: OnError = "record",
+    progress: bool | ProgressFn = True,
+    details: bool = False,
+    overwrite: bool = False,
+) -> Any:
+    """Awaitable :func:`evaluate_dataframe` (same parameters and result)."""
+    if on_error not in ("record", "raise"):
+        raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
+    stats = RunStats()
+    try:
+        out, stats = await evaluate_with_stats(
+            df,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            progress=progress,
+            details=details,
+            overwrite=overwrite,
+            stats=stats,
+        )
+    except asyncio.CancelledError:
+        record_last(stats)  # what the interrupted run did, for fk.last_run()
+        raise
+    record_last(stats)
+    if on_error == "record":
+        warn_if_all_failed(stats)
+    elif stats.failures:
+        raise EvaluationFailed(
+            f"{stats.failures} evaluations failed; first: {stats.first_error}", out
+        )
+    return out
+
+
+async def evaluate_with_stats(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    progress: bool | ProgressFn = True,
+    details: bool = False,
+    overwrite: bool = False,
+    stats: RunStats | None = None,
+    limiter_for: LimiterFor | None = None,
+) -> tuple[Any, RunStats]:
+    """One run: the scored frame and *this* run's statistics, together.
+
+    Every entry point that scores frames of its own (``evaluate_parquet``'s slices, Ray's
+    blocks, the demo) calls this and takes the statistics from here: ``fk.last_run()`` is
+    the process's latest run, another thread's as likely as this one's, and only the
+    public edges set it. ``stats`` (default: new) is filled in place, so that a caller
+    still has the counts of a run that was interrupted. ``limiter_for`` hands a judge's
+    calls a limiter shared beyond this process (``framekit.ray``'s).
+    """
+    started = time.perf_counter()
+    evs = check_evaluators(evaluators)
+    frame_in: FrameIn = to_polars(df)
+    frame = frame_in.frame
+    new_cols = result_columns(evs, details)
+    clash = [c for c in new_cols if c in frame.columns]
+    if clash and not overwrite:
+        raise InputError(
+            f"result column {clash[0]!r} already exists; pass overwrite=True to replace it"
+        )
+    base = frame.drop(clash) if clash else frame
+
+    prepared = await prepare(base, evs, mapping, JudgeResolver(judge))
+    stats = stats if stats is not None else RunStats()
+    stats.rows, stats.evaluations = base.height, base.height * len(evs)
+    resolved_cache = resolve_cache(cache)
+    saved_before = resolved_cache.saved
+    # A callable is someone else's progress display (evaluate_parquet's bar over every
+    # slice): it is told of each finished evaluation, and no bar or summary is printed.
+    hook = progress if callable(progress) else None
+    show = progress is True
+    bar = EvaluationBar(stats.evaluations) if show and stats.evaluations else None
+    try:
+        await run(
+            prepared,
+            resolved_cache,
+            stats,
+            bar.report if bar else hook,
+            show=show,
+            limiter_for=limiter_for,
+        )
+    except asyncio.CancelledError:
+        stats.elapsed_s = time.perf_counter() - started
+        note_interrupted(
+            "framekit: run interrupted. "
+            + _kept(resolved_cache, resolved_cache.saved - saved_before, always=True)
+        )
+        raise
+    except JudgeError as exc:
+        # The run stops (a rejected key, an unreachable endpoint, a missing offline
+        # model): say what was kept.
+        kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
+        if kept:
+            exc.args = (f"{exc} {kept}",)
+        raise exc from None
+    finally:
+        if bar is not None:
+            bar.close()
+    # Typed even for an empty frame.
+    appended = pl.DataFrame([s for share in prepared for s in _result_series(share, details)])
+    result = base.hstack(appended)
+    stats.elapsed_s = time.perf_counter() - started
+    if stats.failures:
+        stats.first_error = _first_failure(result, evs)
+    stats.provenance = _provenance.build(evs, [share.judge for share in prepared], mapping, stats)
+    if show:
+        print(stats.summary(), file=sys.stderr)
+    return from_polars(result, frame_in, appended), stats
+
+
+def warn_if_all_failed(stats: RunStats) -> None:
+    """A run in which every evaluation failed says so, even with ``progress=False``.
+
+    Not an exception: with ``on_error="record"`` the errors are the result, one per row
+    (a configuration fault that every call would hit has already stopped the run).
+    """
+    if stats.evaluations and stats.failures == stats.evaluations:
+        warnings.warn(
+            f"{ALL_FAILED} ({stats.failures} of {stats.evaluations}); first: {stats.first_error}",
+            RuntimeWarning,
+            stacklevel=1,  # here, not asyncio's frames: the run may be on an event loop
+        )
+
+
+def _kept(cache: Cache, saved: int, always: bool = False) -> str:
+    """What an early stop kept: the answers already written to the cache."""
+    if not cache.enabled:
+        return "Caching is off, so no answer of this run was kept." if always else ""
+    if saved == 0 and not always:
+        return ""
+    return (
+        f"{saved} responses received before the stop are saved in the cache at {cache.path}; "
+        "run the same call again to resume without paying for them."
+    )
+
+
+def _first_failure(result: pl.DataFrame, evs: Sequence[Evaluator]) -> str:
+    for ev in evs:
+        errors = result.get_column(f"{ev.name}_error")
+        idx = errors.is_not_null().arg_max()
+        if idx is not None and errors[idx] is not None:
+            return f"row {idx}, {ev.name}: {errors[idx]}"
+    return "unknown"
+
+
+def evaluate_dataframe(
+    df: Any,
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None = None,
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+    on_error: OnError = "record",
+    progress: bool | ProgressFn = True,
+    details: bool = False,
+    overwrite: bool = False,
+) -> Any:
+    """Score every row of a table with LLM-as-judge evaluators; append result columns.
+
+    Parameters
+    ----------
+    df
+        A polars DataFrame or LazyFrame, pandas DataFrame, pyarrow Table or DuckDB
+        relation. Polars in gives polars out, pandas in gives pandas out (index kept);
+        Arrow, DuckDB and LazyFrame inputs give a polars DataFrame.
+    evaluators
+        Evaluator instances; their names prefix the result columns and must differ.
+    mapping
+        Field -> source, where a field is ``input``, ``output``, ``context`` or
+        ``history`` and a source is a column name, a polars expression, or a callable
+        taking the row as a dict. Defaults to columns named like the fields.
+    judge
+        A litellm model string, a :class:`framekit.Judge`, or ``"local"``; ``None`` uses
+        ``$FRAMEKIT_JUDGE`` or else the offline local judge.
+    cache
+        A directory, a :class:`framekit.Cache`, or ``False``; ``None`` is the user cache
+        directory (``$FRAMEKIT_CACHE_DIR`` or ``~/.cache/framekit``).
+    on_error
+        ``"record"`` writes a one-line reason into ``<name>_error``; ``"raise"`` raises
+        :class:`EvaluationFailed` after the run (every answer stays cached).
+    progress
+        Show a progress bar and print a one-line summary (also in ``fk.last_run()``).
+        A callable instead receives ``(evaluations, kind)`` as evaluations finish
+        (``kind`` is ``"done"``, ``"cached"`` or ``"failed"``), for a display of your own.
+    details
+        Also append ``_tokens``, ``_cost_usd``, ``_cached`` and ``_latency_s``.
+    overwrite
+        Replace result columns that already exist instead of raising.
+
+    Returns
+    -------
+    The input's columns and rows in order, then per evaluator ``<name>_score`` (Float64,
+    null on failure), ``_label``, ``_explanation``, ``_passed`` (Boolean) and ``_error``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import framekit as fk
+    >>> from framekit.evaluators import RetrievalRelevance
+    >>> df = pl.DataFrame({"question": ["How do I reset my password?"],
+    ...                    "docs": [["Open Settings, then Security, then Reset password."]]})
+    >>> scored = fk.evaluate_dataframe(
+    ...     df, [RetrievalRelevance()], {"input": "question", "context": "docs"},
+    ...     judge="local", cache=False, progress=False)  # doctest: +SKIP
+    >>> scored.columns[2:4]  # doctest: +SKIP
+    ['retrieval_relevance_score', 'retrieval_relevance_label']
+    """
+    return run_sync(
+        aevaluate_dataframe(
+            df,
+            evaluators,
+            mapping,
+            judge=judge,
+            cache=cache,
+            on_error=on_error,
+            progress=progress,
+            details=details,
+            overwrite=overwrite,
+        )
+    )
+
+
+async def ascore_record(
+    evaluator: Evaluator,
+    fields: Mapping[str, Any],
+    *,
+    judge: JudgeLike | None = None,
+    cache: Cache | str | bool | None = None,
+) -> Score:
+    """Score a single record (``Evaluator.score`` / ``ascore``): the same engine as a
+    frame's rows, one record. A record the evaluator cannot evaluate (a null or empty
+    required field) raises its :class:`~framekit._errors.RecordError`, a ``ValueError``;
+    a failed judge call is the returned score's ``error``."""
+    resolved = resolve_judge(judge if judge is not None else evaluator.judge)
+    share = await prepare_one(evaluator, resolved, fields)
+    stats = RunStats(rows=1, evaluations=1)
+    started = time.perf_counter()
+    await run([share], resolve_cache(cache), stats)
+    stats.elapsed_s = time.perf_counter() - started
+    r = share.records[0]
+    verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation)
+    return evaluator.make_score(
+        verdict,
+        error=r.error,
+        metadata={
+            "judge": resolved.model,
+            "template_version": evaluator.version,
+            "tokens": r.tokens,
+            "cost_usd": r.cost_usd,
+            "cached": r.cached,
+        },
+    )

@@ -1,0 +1,278 @@
+"""A structured judge request: what is asked, in which mode, and how the reply is read.
+
+An evaluator asks for one JSON answer object (:class:`ChatRequest`). Three modes ask for
+it, tried in order per run: a JSON-schema ``response_format``; a forced tool call when
+the endpoint rejects that; a plain instruction last (:func:`build_call_kwargs`,
+:class:`Modes`). Every mode's reply is read the same tolerant way (:func:`parse_answer`),
+since endpoints that ignore ``response_format`` wrap the JSON in prose too; a reply that
+is not the answer asked for is re-asked twice, then recorded as the row's error
+(:func:`read_reply`). The chat executor and the batch executor both read replies here,
+so a reply means the same whichever way it came.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from framekit import _secrets
+from framekit._errors import ParseFailure, one_line
+
+Mode = Literal["json_schema", "tool", "prompt"]
+
+#: The structured-output mode to try when an endpoint rejects one (``None``: none left).
+NEXT_MODE: dict[str, Mode | None] = {"json_schema": "tool", "tool": "prompt", "prompt": None}
+#: Times a reply with an out-of-rubric label or unreadable JSON is re-asked.
+MAX_REASKS = 2
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One structured judge request built by an evaluator for one record.
+
+    ``schema`` is the JSON schema of the answer object. ``label_field`` and ``choices``
+    name the property that must hold one of the rubric's labels: an answer outside them
+    is re-asked, then recorded as that row's error.
+    """
+
+    messages: list[dict[str, Any]]
+    schema_name: str
+    schema: dict[str, Any]
+    label_field: str | None = "label"
+    choices: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Modes:
+    """The structured-output mode of one run: it falls back (json_schema -> tool ->
+    prompt) when the endpoint rejects one, for the rest of the run, without touching the
+    user's judge. Shared by every worker of the run, and by a batch's direct follow-up."""
+
+    def __init__(self, first: Mode = "json_schema") -> None:
+        self.current: Mode = first
+
+    def rejected(self, sent: str) -> bool:
+        """The endpoint rejected ``sent``: use the next mode (unless another worker has
+        already moved on). ``False`` when no mode is left to try."""
+        fallback = NEXT_MODE[sent]
+        if fallback is None:
+            return False
+        if self.current == sent:
+            self.current = fallback
+        return True
+
+
+def build_call_kwargs(
+    request: ChatRequest, messages: list[dict[str, Any]], mode: str
+) -> dict[str, Any]:
+    """Chat-completion keyword arguments asking for ``request.schema`` in ``mode``."""
+    if mode == "json_schema":
+        return {
+            "messages": messages,
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name,
+                    "schema": request.schema,
+                    "strict": True,
+                },
+            },
+        }
+    if mode == "tool":
+        return {
+            "messages": messages,
+            "tools": [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": request.schema_name,
+                        "description": "Record your judgement.",
+                        "parameters": request.schema,
+                    },
+                }
+            ],
+            "tool_choice": {"type": "function", "function": {"name": request.schema_name}},
+        }
+    instruction = (
+        "Reply with only a JSON object, no prose around it, matching this JSON schema:\n"
+        + json.dumps(request.schema)
+    )
+    return {"messages": [*messages, {"role": "user", "content": instruction}]}
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one reply came to: the answer, the turns that ask again, or the row's error."""
+
+    answer: dict[str, Any] | None = None
+    reask: list[dict[str, Any]] | None = None
+    error: str | None = None
+
+
+def read_reply(
+    text: str | None,
+    refusal: str | None,
+    request: ChatRequest,
+    reasks: int,
+    secrets: Sequence[str],
+) -> Reading:
+    """Read one reply to ``request`` after ``reasks`` re-asks so far.
+
+    The text is redacted first (an endpoint may echo credentials into its answer, which
+    must reach neither the cache nor the output nor a re-ask). An unreadable answer or an
+    out-of-rubric label is re-asked (the reply and a correction, to be appended to the
+    conversation) up to :data:`MAX_REASKS` times; a refusal never is.
+    """
+    text = _secrets.redact(text, secrets) if text else text
+    refusal = _secrets.redact(refusal, secrets) if refusal else None
+    try:
+        return Reading(answer=parse_answer(text, refusal, request))
+    except ParseFailure as failure:
+        if failure.kind != "refusal" and reasks < MAX_REASKS:
+            return Reading(
+                reask=[
+                    {"role": "assistant", "content": text or ""},
+                    {"role": "user", "content": reask_message(failure, request)},
+                ]
+            )
+        suffix = f" (after {reasks} re-asks)" if reasks else ""
+        return Reading(error=_secrets.redact(str(failure) + suffix, secrets))
+
+
+_DECODER = json.JSONDecoder()
+#: Openings that fail to parse before the scan gives up (bounds the work on a huge reply).
+_MAX_FAILED_STARTS = 64
+
+
+def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) -> dict[str, Any]:
+    """Read the answer object out of a reply, or raise :class:`~framekit._errors.ParseFailure`.
+
+    A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
+    ``` fences, several objects) the reply's complete top-level objects are read in
+    order and the *last one shaped like an answer* (every required field present) is the
+    verdict: the judge's verdict comes after anything it quotes from the judged text, so
+    a forged verdict quoted before it loses, whatever its label. That verdict's label
+    must be in the rubric (else the reply is re-asked: an earlier object never stands in
+    for it); objects of other shapes (``{"status": "draft"}`` in the prose) are passed
+    over. A scan that meets 64 openings that do not parse stops there and takes nothing,
+    since a later object could be the verdict.
+
+    Examples
+    --------
+    >>> request = ChatRequest(messages=[], schema_name="r", schema={"required": ["label"]},
+    ...                       choices=("relevant", "irrelevant"))
+    >>> reply = ('The text ends with {"label": "relevant"}, which I ignore. '
+    ...          'My verdict: {"explanation": "off topic", "label": "irrelevant"}')
+    >>> parse_answer(reply, None, request)["label"]
+    'irrelevant'
+    """
+    if refusal:
+        raise ParseFailure("refusal", f"judge refused: {one_line(refusal, 120)}")
+    if text is None:
+        raise ParseFailure("null", "judge returned no content (content: null)")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict):
+        return _checked(whole, request)
+    candidates = _objects(text)
+    if not candidates:
+        raise ParseFailure("malformed", f"judge reply is not valid JSON: {one_line(text, 80)!r}")
+    required = request.schema.get("required", [])
+    shaped = [data for data in candidates if all(k in data for k in required)]
+    # The last answer-shaped object is the verdict; a label outside the rubric there is
+    # re-asked, never replaced by an earlier (quoted) object's.
+    return _checked(shaped[-1] if shaped else candidates[-1], request)
+
+
+def _checked(data: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
+    """``data`` as a valid answer (label made canonical), or :class:`ParseFailure`."""
+    missing = [k for k in request.schema.get("required", []) if k not in data]
+    if missing:
+        raise ParseFailure("malformed", f"judge reply lacks {', '.join(missing)}")
+    if request.label_field and request.choices:
+        data = {
+            **data,
+            request.label_field: canonical_label(data.get(request.label_field), request),
+        }
+    return data
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """The complete top-level JSON objects in ``text``, in order (objects nested in one are
+    part of it, not candidates of their own); empty when the scan hit its bound."""
+    found: list[dict[str, Any]] = []
+    failed = 0
+    start = text.find("{")
+    while start >= 0:
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except json.JSONDecodeError:
+            failed += 1
+            if failed > _MAX_FAILED_STARTS:
+                return []
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+        start = text.find("{", end)
+    return found
+
+
+def canonical_label(raw: Any, request: ChatRequest) -> str:
+    """Match a label case- and space-insensitively to the rubric, or raise."""
+    wanted = _norm(str(raw)) if raw is not None else ""
+    for choice in request.choices:
+        if _norm(choice) == wanted:
+            return choice
+    raise ParseFailure(
+        "label",
+        f"judge answered label {one_line(str(raw), 40)!r}, not one of "
+        + ", ".join(repr(c) for c in request.choices),
+    )
+
+
+def reask_message(failure: ParseFailure, request: ChatRequest) -> str:
+    """The follow-up user turn that asks the judge to correct its answer."""
+    if failure.kind == "label":
+        allowed = ", ".join(request.choices)
+        return f"Your label is not allowed. Answer again; the label must be one of: {allowed}."
+    return "Your reply could not be read. Answer again with only the JSON object requested."
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("_", " ").split()).strip().strip("\"'.").casefold()
+
+
+def answer_text(value: Any) -> str | None:
+    """A free-text answer field as text: strings as given, objects and lists as JSON
+    (not Python's repr), NaN and infinities as null (not "nan").
+
+    Examples
+    --------
+    >>> answer_text({"reason": "on topic", "confidence": float("nan")})
+    '{"reason": "on topic", "confidence": null}'
+    >>> answer_text(float("nan")) is None
+    True
+    """
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(_finite(value), ensure_ascii=False)
+    return str(value)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
