@@ -417,8 +417,9 @@ def _open_session(ort: Any, model: Path) -> Any:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.intra_op_num_threads = 1
     options.inter_op_num_threads = 1
+    # No pool, nothing spins; should the count above ever be raised, its workers must
+    # sleep when idle: spinning ones lose most of their speed beside a busy process.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    options.add_session_config_entry("session.inter_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own untyped Fail/InvalidGraph
