@@ -29,7 +29,12 @@ from framekit.evaluators import (
 )
 from framekit.evaluators.base import Evaluator
 from framekit.judges.local import LocalJudge
-from framekit.judges.local.embedder import LocalEmbedder, length_batches, local_model_available
+from framekit.judges.local.embedder import (
+    LocalEmbedder,
+    cgroup_cpu_quota,
+    length_batches,
+    local_model_available,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("FRAMEKIT_SHARED_DATA", "/work/shared/data"))
@@ -164,7 +169,29 @@ def test_the_default_embedder_runs_one_batch_per_core_this_process_may_use() -> 
         pytest.skip("no sched_getaffinity on this platform")
     if not local_model_available():
         pytest.skip("offline model not installed")
-    assert LocalEmbedder.default().threads == len(os.sched_getaffinity(0))
+    cores = len(os.sched_getaffinity(0))
+    quota = cgroup_cpu_quota()
+    assert LocalEmbedder.default().threads == (min(cores, quota) if quota else cores)
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"cpu.max": "200000 100000\n"}, 2),
+        ({"cpu.max": "50000 100000\n"}, 1),  # half a core still gets one worker
+        ({"cpu.max": "max 100000\n"}, None),
+        ({"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"}, 3),
+        ({"cpu/cpu.cfs_quota_us": "-1\n", "cpu/cpu.cfs_period_us": "100000\n"}, None),
+        ({}, None),
+    ],
+)
+def test_a_cgroup_cpu_quota_caps_the_worker_threads_in_whole_cores(
+    tmp_path: Path, files: dict[str, str], expected: int | None
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert cgroup_cpu_quota(tmp_path) == expected
 
 
 class CountingEmbedder:

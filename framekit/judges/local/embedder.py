@@ -40,6 +40,7 @@ __all__ = [
     "TOKENIZER_SHA256",
     "LocalEmbedder",
     "LocalModelError",
+    "cgroup_cpu_quota",
     "local_model_available",
 ]
 
@@ -187,7 +188,7 @@ class LocalEmbedder:
         than this runs alone.
     threads
         Batches embedded at once, one core each; default: the cores this process may run
-        on (``os.sched_getaffinity``).
+        on (``os.sched_getaffinity``), capped by its cgroup's CPU quota.
 
     Raises
     ------
@@ -427,7 +428,42 @@ def _open_session(ort: Any, model: Path) -> Any:
 
 
 def _cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no sched_getaffinity
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cores, quota) if quota is not None else cores)
+
+
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The CPU quota of this process's cgroup in whole cores, rounded up; ``None``: none.
+
+    A container limited to 2 CPUs on a 64-core host still sees 64 cores in its affinity
+    mask; 64 worker threads would only take turns being throttled. Reads cgroup v2's
+    ``cpu.max`` or v1's ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` under ``root``
+    (inside a container the namespace puts the container's own group there). Rounded up:
+    a worker thread too many costs a little throttling, one too few leaves quota unused.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> cgroup_cpu_quota(Path("/no/such/cgroup")) is None
+    True
+    """
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:  # "max": no limit
+        return None
+    if quota_us <= 0 or period_us <= 0:  # v1 writes -1 for no limit
+        return None
+    return max(1, -(-quota_us // period_us))
