@@ -16,6 +16,7 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._frames import to_polars
+from framekit._provenance import known_rubric
 from framekit.analysis import _measures as m
 from framekit.analysis import _outcome as outcome
 from framekit.analysis._rubric import (
@@ -124,7 +125,8 @@ def agreement(
     assert human is not None
     for name in _names(frame, evaluators):
         _some_scored(frame, name, human)
-        scale = rubric_of(frame, name, rubric)
+        # The rubric's labels are its labels whether or not the judge chose each one.
+        scale = rubric_of(frame, name, rubric if rubric is not None else known_rubric(name))
         if is_label_dtype(frame.schema[human]):
             try:
                 check_labels(frame, human, name, scale)

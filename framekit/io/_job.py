@@ -20,7 +20,7 @@ import polars as pl
 
 from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
-from framekit._progress import RowBar
+from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats, record_last
@@ -85,7 +85,7 @@ class ParquetJob:
             needed_columns(self.schema, mapping, self.evaluators) or list(self.schema)[:1]
         )
         self._parts: _Parts | None = None
-        self._bar: RowBar | None = None
+        self._bar: RunProgress | None = None
         self._sources: Any = None
         self._cache: Cache | None = None
         self._saved_at_open = 0
@@ -123,11 +123,11 @@ class ParquetJob:
         skipped = sum(self.slices[i][1] for i in done)
         self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
         if self.options.progress and total:
-            self._bar = RowBar(total, skipped, len(self.evaluators))
+            self._bar = RunProgress(total, len(self.evaluators), initial_rows=skipped)
         return done
 
     @property
-    def bar(self) -> RowBar | None:
+    def bar(self) -> RunProgress | None:
         """The progress bar over every row (``None`` without ``progress``)."""
         return self._bar
 
