@@ -123,6 +123,9 @@ def build(
                 "threshold": ev.threshold,
                 "direction": ev.direction,
                 **({"labels": _remember_rubric(ev)} if _choices(ev) else {}),
+                "scoring": getattr(ev, "scoring", "label"),
+                # Where the row confidences came from and how many rows have one.
+                "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
             }
             for ev in evaluators
         ],
@@ -167,6 +170,20 @@ def known_rubric(name: str, record: dict[str, Any] | None = None) -> dict[str, f
         if ev.get("name") == name and isinstance(ev.get("labels"), dict):
             return {str(k): float(v) for k, v in ev["labels"].items()}
     return _RUBRICS.get(name)
+
+
+def _confidence_text(evaluator: Mapping[str, Any]) -> str:
+    """``; confidence by logprobs (98 of 100 rows), expected scores`` for a header."""
+    conf = evaluator.get("confidence") or {}
+    text = ""
+    if conf.get("method"):
+        text = (
+            f"; confidence by {conf['method']} ({conf.get('rows_with_confidence')} of "
+            f"{conf.get('scored_rows')} rows)"
+        )
+    if evaluator.get("scoring") == "expected":
+        text += f"; expected scores ({conf.get('rows_scored_by_label', '?')} rows by label)"
+    return text
 
 
 def source_label(source: Any) -> str:
@@ -235,7 +252,7 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
             (
                 "evaluator",
                 f"{ev.get('name')}: {ev.get('template')}, threshold {ev.get('threshold')}"
-                f" ({ev.get('direction')})",
+                f" ({ev.get('direction')})" + _confidence_text(ev),
             )
         )
     if record.get("mapping"):
