@@ -257,3 +257,29 @@ def test_agreement_on_the_labelled_sample_knows_the_rubric_without_being_told() 
     assert out.equals(told)  # the same reading as with rubric= given
     record = fk.last_run().provenance
     assert record is not None and "Completely Yes" in record["evaluators"][0]["labels"]
+
+
+def test_without_scipy_the_correlations_are_null_with_one_warning_naming_the_install(
+    monkeypatch,
+) -> None:
+    from framekit._dependencies import import_optional
+    from framekit.analysis import agreement as module
+
+    def no_scipy():
+        return import_optional("scipy_not_installed", extra="stats", purpose="a rank correlation")
+
+    monkeypatch.setattr(m, "_scipy_stats", no_scipy)
+    monkeypatch.setattr(module, "_WARNED", set())
+    frame = pl.DataFrame(
+        {
+            "c_score": [0.0, 0.5, 1.0, 1.0, 0.0, 0.5],
+            "c_label": ["low", "mid", "high", "high", "low", "mid"],
+            "c_error": [None] * 6,
+            "human": ["low", "mid", "high", "mid", "low", "high"],
+        }
+    )
+    with pytest.warns(UserWarning, match=r"pip install 'framekit\[stats\]'") as caught:
+        out = fk.agreement(frame, human="human")
+        fk.agreement(frame, human="human")  # a second call says nothing new
+    assert len(caught) == 1
+    assert out["spearman"][0] is None and out["kappa"][0] is not None

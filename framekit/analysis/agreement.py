@@ -7,7 +7,7 @@ Kendall and Pearson; every figure with a percentile bootstrap interval over rows
 
 from __future__ import annotations
 
-import contextlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -320,10 +320,22 @@ def _categorical(
     out["confusion"] = table.tolist()
     out["per_label"] = _per_label(table, boot, labels, confidence)
     if ordinal and x is not None and y is not None:
-        # Without scipy, labels still get kappa; the correlations stay null.
-        with contextlib.suppress(ModuleNotFoundError):
+        # Without scipy, labels still get kappa; the correlations stay null, and one
+        # warning per process says why and what installs it.
+        try:
             out.update(_numeric(x, y, confidence, n_resamples, seed))
+        except ModuleNotFoundError as exc:
+            _warn_once(f"{exc}; spearman and kendall are null without it")
     return out
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _per_label(

@@ -30,7 +30,7 @@ from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
-from framekit.io._run import ParquetRun, _add_stats, _failed_rows
+from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _top_error
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
 from framekit.judges.judge import JudgeLike
 from framekit.judges.resolve import JudgeResolver
@@ -214,6 +214,7 @@ class ParquetJob:
         run = self.run
         assert run is not None, "open() first"
         run.failed_rows = _failed_rows(self.dest, self.evaluators)
+        run.top_error = _top_error(self.dest, self.evaluators) if run.failed_rows else None
         run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - self.started
         record_last(run.stats)
         if self.options.progress:
