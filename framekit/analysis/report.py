@@ -18,6 +18,7 @@ from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
 from framekit.analysis._report_rows import rows_section
 from framekit.analysis._report_side_by_side import side_by_side_section
 from framekit.analysis.summary import (
+    DECISION_COLUMNS,
     compare,
     describe_comparison,
     failures,
@@ -142,22 +143,6 @@ def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-#: The comparison columns a decision needs; the rest are behind a click.
-_BRIEF = (
-    "evaluator",
-    "group_a",
-    "group_b",
-    "mean_a",
-    "mean_b",
-    "diff",
-    "diff_ci_low",
-    "diff_ci_high",
-    "n_pairs",
-    "p_adjusted",
-    "winner",
-)
-
-
 def _names(on: str | Sequence[str]) -> str:
     return on if isinstance(on, str) else ", ".join(on)
 
@@ -165,7 +150,7 @@ def _names(on: str | Sequence[str]) -> str:
 def _comparison_html(comparison: pl.DataFrame) -> str:
     """The comparison as a short table, its sentences and every column one click away."""
     full = _without_null_columns(comparison)
-    brief = full.select([c for c in _BRIEF if c in full.columns])
+    brief = full.select([c for c in DECISION_COLUMNS if c in full.columns])
     sentences = describe_comparison(comparison).splitlines()
     items = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
     return (
