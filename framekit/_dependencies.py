@@ -12,7 +12,7 @@ Examples
 >>> import_optional("no_such_module_xyz", extra="stats", purpose="this example")
 Traceback (most recent call last):
 ...
-framekit._errors.MissingDependency: this example needs no_such_module_xyz: pip install 'framekit[stats]'
+framekit.MissingDependency: this example needs no_such_module_xyz: pip install 'framekit[stats]'
 """
 
 from __future__ import annotations

@@ -213,3 +213,19 @@ def one_line(text: str, limit: int) -> str:
     """
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _public_module() -> None:
+    """Name each exception ``fk`` exports by its public home: a traceback reads
+    ``framekit.JudgeConfigurationError: ...``, not the private ``framekit._errors``
+    (``framekit.X`` resolves to the same class, so pickling still finds it)."""
+    public = (
+        FramekitError, InputError, MappingError, RecordError, JudgeError,
+        JudgeAuthenticationError, JudgeConfigurationError, LocalModelError, EvaluationFailed,
+        BatchPending, RunInterrupted, MissingDependency,
+    )  # fmt: skip
+    for cls in public:
+        cls.__module__ = "framekit"
+
+
+_public_module()

@@ -81,6 +81,7 @@ def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:
         "template": ev.cache_namespace(),
         "threshold": ev.threshold,
         "direction": ev.direction,
+        **({"labels": _remember_rubric(ev)} if _choices(ev) else {}),
         "scoring": getattr(ev, "scoring", "label"),
         # Where the row confidences came from and how many rows have one.
         "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
@@ -144,6 +145,37 @@ def build(
     plain = json.loads(json.dumps(record, default=str))
     redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)
     return redacted
+
+
+#: Evaluator name -> its rubric (label -> score), as the latest run in this process used
+#: it: what ``fk.agreement`` reads a label on when the judge never chose that label.
+_RUBRICS: dict[str, dict[str, float]] = {}
+
+
+def _choices(evaluator: Any) -> dict[str, float] | None:
+    choices = getattr(evaluator, "choices", None)
+    return {str(k): float(v) for k, v in choices.items()} if isinstance(choices, dict) else None
+
+
+def _remember_rubric(evaluator: Any) -> dict[str, float]:
+    choices = _choices(evaluator) or {}
+    _RUBRICS[evaluator.name] = choices
+    return choices
+
+
+def known_rubric(name: str, record: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """The labels and scores of evaluator ``name``'s rubric: from ``record`` (a run
+    record) when it has them, else from the latest run of this process, else ``None``.
+
+    Examples
+    --------
+    >>> known_rubric("no such evaluator") is None
+    True
+    """
+    for ev in (record or {}).get("evaluators") or []:
+        if ev.get("name") == name and isinstance(ev.get("labels"), dict):
+            return {str(k): float(v) for k, v in ev["labels"].items()}
+    return _RUBRICS.get(name)
 
 
 def _confidence_text(evaluator: Mapping[str, Any]) -> str:

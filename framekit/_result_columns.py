@@ -158,7 +158,7 @@ def check_dtypes(
     >>> check_dtypes({"c_score": pl.String()}, ["c"], ["score"])
     Traceback (most recent call last):
     ...
-    framekit._errors.InputError: column 'c_score' holds String, but framekit's _score columns hold a number (Float64): convert it, or score the file again
+    framekit.InputError: column 'c_score' holds String, but framekit's _score columns hold a number (Float64): convert it, or score the file again
     """
     kinds = list(kinds)
     for name in names:

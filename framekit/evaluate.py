@@ -24,7 +24,7 @@ from framekit import _provenance
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
-from framekit._progress import EvaluationBar
+from framekit._progress import RunProgress
 from framekit._result_columns import (
     DETAIL_COLUMNS,
     FINDINGS_COLUMNS,
@@ -170,7 +170,7 @@ async def evaluate_with_stats(
     # slice): it is told of each finished evaluation, and no bar or summary is printed.
     hook = progress if callable(progress) else None
     show = progress is True
-    bar = EvaluationBar(stats.evaluations) if show and stats.evaluations else None
+    bar = RunProgress(base.height, len(evs), stats=stats) if show and stats.evaluations else None
     try:
         await run(
             prepared,

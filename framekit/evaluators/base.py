@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from framekit._errors import InputError, MappingError, RecordError
+from framekit._errors import InputError, JudgeConfigurationError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
 from framekit._score import Direction, Score
 from framekit.judges.decoding import check_decoding
@@ -180,6 +180,14 @@ class Evaluator(ABC):
     def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
         """Raise :class:`MappingError` when a required field has no source."""
         missing = [f for f in self.required_fields if f not in available]
+        if missing and missing[0] in columns:
+            # mapping={} (or one that leaves the field out) with a column of that name.
+            raise MappingError(
+                f"evaluator {self.name!r} needs field {missing[0]!r}, which the mapping "
+                f"leaves out; a column {missing[0]!r} exists: map it with "
+                f"mapping={{{missing[0]!r}: {missing[0]!r}}}, or leave out mapping to read "
+                "the columns named like the fields"
+            )
         if missing:
             raise MappingError(
                 f"evaluator {self.name!r} needs field {missing[0]!r}, which is not mapped; "
@@ -256,11 +264,19 @@ class Evaluator(ABC):
     # -- offline judge path ---------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         """Texts the offline judge must embed for this record."""
-        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+        raise self._no_offline_method()
 
     def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
         """The offline verdict from the embeddings of :meth:`local_texts`."""
-        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+        raise self._no_offline_method()
+
+    def _no_offline_method(self) -> JudgeConfigurationError:
+        return JudgeConfigurationError(
+            f"{type(self).__name__} {self.name!r} has no offline method: the local judge "
+            "scores the built-in evaluators only (embedding similarity); give this "
+            "evaluator an LLM judge (judge='openai/gpt-4o-mini', or any OpenAI-compatible "
+            "endpoint with api_base=)"
+        )
 
     # -- one record -----------------------------------------------------------------
     def make_score(
