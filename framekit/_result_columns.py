@@ -4,7 +4,8 @@ scored frame is read back.
 Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label``,
 ``_explanation`` (String), ``_passed`` (Boolean), ``_error`` (String); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
-(Boolean), ``_latency_s`` (Float64). An evaluator is recognised in a scored frame by
+(Boolean), ``_latency_s`` (Float64), ``_judge`` (String: the model whose verdict stands,
+which for a cascade names the stage that decided). An evaluator is recognised in a scored frame by
 ``<name>_score`` next to ``<name>_error``. This module is the only place those names and
 dtypes are written down: the frame layer builds columns from it, ``io`` checks clashes
 with it, and the analysis and the command line parse scored frames with it.
@@ -33,6 +34,7 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cost_usd": pl.Float64(),
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
+    "judge": pl.String(),
 }
 
 
@@ -125,6 +127,7 @@ _READABLE: dict[str, tuple[Any, str]] = {
     "cost_usd": (lambda t: t.is_numeric(), "a number (Float64)"),
     "cached": (lambda t: t == pl.Boolean, "Boolean"),
     "latency_s": (lambda t: t.is_numeric(), "a number (Float64)"),
+    "judge": (lambda t: t in (pl.String, pl.Categorical), _TEXT),
 }
 
 

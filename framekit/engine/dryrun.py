@@ -29,11 +29,13 @@ import polars as pl
 from framekit._aio import run_sync
 from framekit._errors import RecordError
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
+from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.planner import ChatPlan
-from framekit.engine.prepare import MappingValue, prepare
+from framekit.engine.prepare import MappingValue, Prepared, prepare
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.pricing import cost
@@ -76,6 +78,9 @@ class RequestPlan:
     by_evaluator: dict[str, int] = field(default_factory=dict)
     #: Requests that would go through a provider batch API (priced at its discount).
     batch_requests: int = 0
+    #: Cascaded evaluator -> the share of rows expected to reach each stage (from a
+    #: calibration), or ``None``: every row counted at every stage, an upper bound.
+    cascades: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -107,6 +112,17 @@ class RequestPlan:
         elif self.batch_requests:
             cost += f"; {self.batch_requests} requests through the batch API"
         lines.append(f"  estimated cost: {cost}")
+        for name, reach in self.cascades.items():
+            if reach is None:
+                lines.append(
+                    f"  cascade {name}: up to every row at every stage (requests and cost "
+                    "are upper bounds; a calibrated cascade gives expected figures)"
+                )
+            else:
+                shares = ", ".join(f"{r:.0%}" for r in reach)
+                lines.append(
+                    f"  cascade {name}: expected share of rows reaching each stage {shares}"
+                )
         if self.local_judge:
             lines.append(
                 f"  offline judge: {self.local_texts} texts to embed on the CPU "
@@ -170,9 +186,9 @@ def plan_requests(
     store = existing_cache(cache)
     judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge model, prompt characters, by batch API, at list
-    # prices); insertion order = first use.
-    chats: dict[str, tuple[str, str, int, bool, bool]] = {}
+    # key -> (evaluator name, judge, prompt characters, at list prices, share of rows
+    # expected to ask it); insertion order = first use.
+    chats: dict[str, tuple[str, Judge, int, bool, float]] = {}
     priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
     texts: dict[str, None] = {}
     for frame in frames:
@@ -182,17 +198,27 @@ def plan_requests(
             continue
         # A real run's own steps: the records it prepares, the requests it plans.
         prepared = run_sync(prepare(frame, evs, mapping, judge_for))
-        planned = ChatPlan(prepared)
-        for key in planned:
-            if key not in chats:
-                sender = planned.judge(key)
-                messages = planned.request(key).messages
-                chars = sum(len(str(m.get("content") or "")) for m in messages)
-                if id(sender) not in priced:
-                    priced[id(sender)] = list_priced(sender)
-                name = planned[key][0][0].evaluator.name
-                chats[key] = (name, sender.model, chars, sender.batch, priced[id(sender)])
+        # A cascade's stages are planned over every record, each weighted by the share
+        # of rows expected to reach it (1 without a calibration: "up to").
+        units: list[tuple[list[Prepared], float]] = [
+            ([s for s in prepared if not isinstance(s.judge, Cascade)], 1.0)
+        ]
         for share in prepared:
+            if isinstance(share.judge, Cascade):
+                plan.cascades[share.evaluator.name] = share.judge.expected_share
+                units += [([stage], reach) for stage, reach in planned_stages(share)]
+        for shares, reach in units:
+            planned = ChatPlan(shares)
+            for key in planned:
+                if key not in chats:
+                    sender = planned.judge(key)
+                    messages = planned.request(key).messages
+                    chars = sum(len(str(m.get("content") or "")) for m in messages)
+                    if id(sender) not in priced:
+                        priced[id(sender)] = list_priced(sender)
+                    name = planned[key][0][0].evaluator.name
+                    chats[key] = (name, sender, chars, priced[id(sender)], reach)
+        for share in (s for shares, _ in units for s in shares):
             if isinstance(share.judge, LocalJudge):
                 for record in share.pending():
                     assert record.fields is not None
@@ -205,23 +231,29 @@ def plan_requests(
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
-    for key, (name, model, chars, batch, listed) in chats.items():
+    expected: dict[str, float] = {}  # evaluator -> requests expected (a share of some)
+    for key, (name, sender, chars, listed, reach) in chats.items():
         if key in hits:
             continue
-        plan.requests += 1
-        plan.by_evaluator[name] += 1
+        expected[name] = expected.get(name, 0.0) + reach
         prompt = chars // 4
-        plan.prompt_tokens += prompt
-        plan.answer_tokens += ANSWER_TOKENS
-        plan.batch_requests += int(batch)
-        price = cost(model, prompt, ANSWER_TOKENS, batch=batch) if listed else None
+        plan.prompt_tokens += round(prompt * reach)
+        plan.answer_tokens += round(ANSWER_TOKENS * reach)
+        plan.batch_requests += int(sender.batch)
+        price = cost(sender.model, prompt, ANSWER_TOKENS, batch=sender.batch) if listed else None
         if price is None:
             plan.cost_known = False
             if not listed:
                 plan.cost_unknown = "a custom api_base has no list price"
         else:
-            plan.cost_usd = (plan.cost_usd or 0.0) + price
-    judges = judge_for.judges.values()
+            plan.cost_usd = (plan.cost_usd or 0.0) + price * reach
+    plan.by_evaluator.update({name: round(n) for name, n in expected.items()})
+    plan.requests = sum(plan.by_evaluator.values())
+    judges = [
+        stage
+        for j in judge_for.judges.values()
+        for stage in (j.judges if isinstance(j, Cascade) else (j,))
+    ]
     plan.local_texts = _uncached_texts(list(texts), judges, store)
     plan.judges = sorted({j.model for j in judges})
     plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats
+from framekit.engine.stats import RunStats, add_stages
 from framekit.evaluators.base import Evaluator
 
 
@@ -60,6 +60,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "hints",
             "transports",
             "provenance",
+            "stages",
         ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
@@ -68,6 +69,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
     total.first_error = total.first_error or part.first_error
+    add_stages(total.stages, part.stages)
     total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.
     if part.hints and not total.hints:
