@@ -18,6 +18,8 @@ MODULES = [
     "framekit.analysis._outcome",
     "framekit.analysis.gate",
     "framekit.cli.gate",
+    "framekit.engine.stats",
+    "framekit.judges.cascade",
     "framekit.judges.local.coherence",
     "framekit.judges.local.confidence",
     "framekit.judges.logprobs",
