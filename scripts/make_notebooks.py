@@ -337,16 +337,25 @@ CASCADE = [
     ),
     new_markdown_cell(
         "## The offline judge, and how sure it is\n\n`_confidence` is the probability that "
-        "its verdict is right, from a map fitted on WikiQA (Platt scaling): near 0.5 the "
-        "verdict is a coin toss."
+        "its verdict is right, from a map fitted on WikiQA dev (Platt scaling). Per band of "
+        "confidence, how often it is right about this sample:"
     ),
     new_code_cell(
         'offline = fk.evaluate_dataframe(sample, [evaluator], mapping, judge="local", cache=CACHE,\n'
         "                                progress=False)\n"
         "offline.group_by(\n"
-        '    pl.col("retrieval_relevance_confidence").cut([0.6, 0.7, 0.8, 0.9]).alias("confidence")\n'
+        '    confidence=(pl.col("retrieval_relevance_confidence") * 10).floor() / 10,\n'
+        '    label="retrieval_relevance_label",\n'
         ').agg(rows=pl.len(), right=(pl.col("retrieval_relevance_label") == pl.col("truth")).mean()'
-        ').sort("confidence")'
+        ').sort("confidence", "label")'
+    ),
+    new_markdown_cell(
+        'On this sample it is backwards: sure of its "irrelevant" verdicts and wrong on '
+        'about half of them, unsure of its "relevant" ones and right on all. The map '
+        "carries WikiQA's base rate (5 % of its pairs are relevant), while half of this "
+        "sample's retrievals found the right document. A confidence is only as good as the "
+        "data it was fitted on, which is why the threshold below is chosen on labelled "
+        "rows of *this* data rather than guessed."
     ),
     new_markdown_cell(
         "## A cascade\n\nEvery row goes to the offline judge; a row whose confidence there "
@@ -364,6 +373,10 @@ CASCADE = [
         ")"
     ),
     new_markdown_cell(
+        "A guessed threshold of 0.8 trusts the overconfident verdicts: the rows the offline "
+        "judge kept are right about half the time."
+    ),
+    new_markdown_cell(
         "## Choose the threshold with a guarantee\n\n`fk.calibrate_cascade` scores labelled "
         "rows through every stage (answers are cached: the rows above cost nothing again) "
         "and picks the cheapest threshold under which agreement with the reference is at "
@@ -376,6 +389,10 @@ CASCADE = [
         "                             risk=0.1, cache=CACHE)\n"
         "print(found.calibration.reason)\n"
         "found.cascade"
+    ),
+    new_markdown_cell(
+        "The calibration trusts the offline judge only where it is nearly certain and sends "
+        "the rest on: agreement with the strong judge at a fraction of its requests."
     ),
     new_markdown_cell(
         "The dry run prices a calibrated cascade at the share of rows expected to reach "

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats, add_stages
+from framekit.engine.stats import RunStats, add_stages, cascade_lines
 from framekit.evaluators.base import Evaluator
 
 
@@ -47,7 +47,7 @@ class ParquetRun:
         if self.stats.batch_requests:
             cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
             line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
-        return self.stats.with_hints(line)
+        return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
