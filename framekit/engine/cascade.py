@@ -21,8 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from framekit.engine.cache import Cache
+from framekit.engine.confidence import confidence_summary
 from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import Prepared, ProgressFn, Record
 from framekit.engine.stats import RunStats, add_stages
@@ -77,6 +79,7 @@ async def run_all(
             route.settle_stage(k, stage_stats, report)
     for route in routes:
         add_stages(stats.stages, route.summaries)
+        stats.confidence[route.share.evaluator.name] = _confidence_summary(route)
         failed = route.share.failures()
         stats.failures += failed
         if failed:
@@ -91,6 +94,8 @@ class _Route:
     open: list[Record] = field(default_factory=list)
     copies: list[Record] = field(default_factory=list)
     summaries: list[dict[str, object]] = field(default_factory=list)
+    #: How each stage run gave its confidences ("logprobs", "calibrated offline"...).
+    methods: list[str | None] = field(default_factory=list)
 
     @property
     def cascade(self) -> Cascade:
@@ -124,6 +129,7 @@ class _Route:
         stage); keep the others open."""
         if not self.copies:
             return
+        self.methods.append(stage_stats.confidence.get(self.share.evaluator.name, {}).get("method"))
         judges, below = self.cascade.judges, self.cascade.escalate_below
         last = k == len(judges) - 1
         still_open = []
@@ -133,8 +139,7 @@ class _Route:
             _add_costs(record, copy)
             if copy.cost_usd is not None and not copy.cached:  # paid in this run
                 cost = (cost or 0.0) + copy.cost_usd
-            confidence = _confidence(copy)
-            if last or not escalates(confidence, below[k], copy.error is None):
+            if last or not escalates(copy.confidence, below[k], copy.error is None):
                 _decide(record, copy, judges[k].model)
                 record.report(report)
                 decided += record.weight
@@ -181,10 +186,13 @@ def planned_stages(share: Prepared) -> list[tuple[Prepared, float]]:
     ]
 
 
-def _confidence(record: Record) -> float | None:
-    # The verdict's confidence, once the engine records one (the trust-confidence work).
-    value = getattr(record, "confidence", None)
-    return None if value is None else float(value)
+def _confidence_summary(route: _Route) -> dict[str, Any]:
+    """The run record's confidence entry of a cascaded evaluator: the rows that stand,
+    and how each stage that ran gave its confidences."""
+    last = Prepared(route.share.evaluator, route.cascade.judges[-1], route.share.records)
+    entry = confidence_summary(last)
+    entry["method"] = "cascade: " + " -> ".join(m or "none" for m in route.methods)
+    return entry
 
 
 def _add_costs(record: Record, copy: Record) -> None:
@@ -199,9 +207,8 @@ def _add_costs(record: Record, copy: Record) -> None:
 def _decide(record: Record, copy: Record, judge: str) -> None:
     """``copy``'s result (verdict or error) becomes ``record``'s; nothing more to ask."""
     record.value, record.label, record.explanation = copy.value, copy.label, copy.explanation
+    record.confidence, record.weighted = copy.confidence, copy.weighted
     record.error = copy.error
-    if hasattr(copy, "confidence"):
-        setattr(record, "confidence", copy.confidence)  # noqa: B010
     record.judge = judge if copy.error is None else None
     record.fields = record.answer = None
 

@@ -33,6 +33,7 @@ from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import MappingValue, Prepared, prepare
+from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
 from framekit.judges.cascade import Cascade
@@ -217,7 +218,12 @@ def plan_requests(
                     if id(sender) not in priced:
                         priced[id(sender)] = list_priced(sender)
                     name = planned[key][0][0].evaluator.name
-                    chats[key] = (name, sender, chars, priced[id(sender)], reach)
+                    entry = (name, sender, chars, priced[id(sender)], reach)
+                    # A sampled judge sends (and caches) each sample as a request of its own.
+                    samples = sender.samples
+                    subs = [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]
+                    for sub in subs:
+                        chats[sub] = entry
         for share in (s for shares, _ in units for s in shares):
             if isinstance(share.judge, LocalJudge):
                 for record in share.pending():
