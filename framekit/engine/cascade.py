@@ -119,9 +119,7 @@ class _Route:
         if k >= len(self.cascade.judges) or not self.open:
             self.copies = []
             return None
-        self.copies = [
-            Record(dict(r.fields), r.weight, note=r.note) for r in self.open if r.fields is not None
-        ]
+        self.copies = _copies(self.open)
         return Prepared(self.share.evaluator, self.cascade.judges[k], self.copies)
 
     def settle_stage(self, k: int, stage_stats: RunStats, report: ProgressFn) -> None:
@@ -170,20 +168,14 @@ def planned_stages(share: Prepared) -> list[tuple[Prepared, float]]:
     reach = cascade.expected_share or (1.0,) * len(cascade.judges)
     records = share.pending()
     return [
-        (
-            Prepared(
-                share.evaluator,
-                judge,
-                [
-                    Record(dict(r.fields), r.weight, note=r.note)
-                    for r in records
-                    if r.fields is not None
-                ],
-            ),
-            reach[k],
-        )
+        (Prepared(share.evaluator, judge, _copies(records)), reach[k])
         for k, judge in enumerate(cascade.judges)
     ]
+
+
+def _copies(records: Sequence[Record]) -> list[Record]:
+    """A fresh record to ask one stage's judge about, per open record."""
+    return [Record(dict(r.fields), r.weight, note=r.note) for r in records if r.fields is not None]
 
 
 def _confidence_summary(route: _Route) -> dict[str, Any]:

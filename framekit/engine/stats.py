@@ -41,8 +41,9 @@ class RunStats:
     transports: list[str] = field(default_factory=list)
     #: Per stage of each cascade (:mod:`framekit.engine.cascade`): ``evaluator``,
     #: ``stage`` (1, 2...), ``judge``, ``escalate_below``, ``rows`` it was asked about,
-    #: ``rows_decided``, ``requests`` sent, ``cache_hits``, ``cost_usd`` paid (distinct
-    #: records: rows deduplicated into one count once).
+    #: ``rows_decided``, ``requests`` sent and ``cache_hits`` by the stage's run (shared
+    #: by the cascaded evaluators that reach a stage in one run), ``cost_usd`` paid for
+    #: this evaluator's distinct records (rows deduplicated into one count once).
     stages: list[dict[str, Any]] = field(default_factory=list)
     #: Per evaluator: where its confidences came from (``method``: "logprobs",
     #: "calibrated offline", "self-consistency k=N", or ``None``), how many scored rows
