@@ -141,6 +141,9 @@ def build(
         "counts": counts,
         "cost_usd": stats.cost_usd,
     }
+    stages = getattr(stats, "stages", None)
+    if stages:  # a cascade: what each stage decided, sent and cost
+        record["cascade"] = stages
     secrets = [*_secrets.registered(), *_secrets.env_secrets()]
     plain = json.loads(json.dumps(record, default=str))
     redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)

@@ -5,9 +5,11 @@ Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label`
 ``_explanation`` (String), ``_passed`` (Boolean), ``_confidence`` (Float64 in [0, 1], null
 when the judge gives none), ``_error`` (String, always last); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
-(Boolean), ``_latency_s`` (Float64), and for an evaluator whose verdicts carry findings
-(``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON). An evaluator
-is recognised in a scored frame by ``<name>_score`` next to ``<name>_error``. This module is the only place those names and
+(Boolean), ``_latency_s`` (Float64), ``_judge`` (String: the model whose verdict stands,
+which for a cascade names the stage that decided), and for an evaluator whose verdicts
+carry findings (``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON).
+An evaluator is recognised in a scored frame by ``<name>_score`` next to ``<name>_error``.
+This module is the only place those names and
 dtypes are written down: the frame layer builds columns from it, ``io`` checks clashes
 with it, and the analysis and the command line parse scored frames with it.
 """
@@ -36,6 +38,7 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cost_usd": pl.Float64(),
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
+    "judge": pl.String(),
 }
 #: The column ``details=True`` adds for an evaluator with ``has_details``: its verdict's
 #: findings as JSON text (Groundedness's claim list).
@@ -142,6 +145,7 @@ _READABLE: dict[str, tuple[Any, str]] = {
     "cached": (lambda t: t == pl.Boolean, "Boolean"),
     "latency_s": (lambda t: t.is_numeric(), "a number (Float64)"),
     "details": (lambda t: t == pl.String, _TEXT),
+    "judge": (lambda t: t in (pl.String, pl.Categorical), _TEXT),
 }
 
 

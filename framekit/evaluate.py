@@ -33,10 +33,19 @@ from framekit._result_columns import (
 )
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.planner import LimiterFor, run
-from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
+from framekit.engine.cascade import run_all
+from framekit.engine.planner import LimiterFor
+from framekit.engine.prepare import (
+    MappingValue,
+    Prepared,
+    ProgressFn,
+    Record,
+    prepare,
+    prepare_one,
+)
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import JudgeLike
 from framekit.judges.resolve import JudgeResolver
 
@@ -69,6 +78,7 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
             col("cost_usd", [r.cost_usd for r in records]),
             col("cached", [r.cached for r in records]),
             col("latency_s", [r.latency_s for r in records]),
+            col("judge", [_decided_by(share, r) for r in records]),
         ]
         if ev.has_details:
             out.append(col("details", [_json(r.details) for r in records]))
@@ -77,6 +87,12 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
 
 def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
+def _decided_by(share: Prepared, record: Record) -> str | None:
+    """The model of the judge whose verdict a record holds (a cascade says which stage's);
+    none for an error."""
+    if record.error is not None:
+        return None
+    return record.judge if isinstance(share.judge, Cascade) else share.judge.model
 
 
 def _explained(explanation: str | None, note: str | None, value: float | None) -> str | None:
@@ -172,7 +188,7 @@ async def evaluate_with_stats(
     show = progress is True
     bar = RunProgress(base.height, len(evs), stats=stats) if show and stats.evaluations else None
     try:
-        await run(
+        await run_all(
             prepared,
             resolved_cache,
             stats,
@@ -271,8 +287,10 @@ def evaluate_dataframe(
         ``history`` and a source is a column name, a polars expression, or a callable
         taking the row as a dict. Defaults to columns named like the fields.
     judge
-        A litellm model string, a :class:`framekit.Judge`, or ``"local"``; ``None`` uses
-        ``$FRAMEKIT_JUDGE`` or else the offline local judge.
+        A litellm model string, a :class:`framekit.Judge`, ``"local"``, or a
+        :class:`framekit.Cascade` of judges (each row asks the next judge only while the
+        last one's confidence is below its threshold); ``None`` uses ``$FRAMEKIT_JUDGE``
+        or else the offline local judge.
     cache
         A directory, a :class:`framekit.Cache`, or ``False``; ``None`` is the user cache
         directory (``$FRAMEKIT_CACHE_DIR`` or ``~/.cache/framekit``).
@@ -284,7 +302,10 @@ def evaluate_dataframe(
         A callable instead receives ``(evaluations, kind)`` as evaluations finish
         (``kind`` is ``"done"``, ``"cached"`` or ``"failed"``), for a display of your own.
     details
-        Also append ``_tokens``, ``_cost_usd``, ``_cached`` and ``_latency_s``.
+        Also append ``_tokens``, ``_cost_usd``, ``_cached``, ``_latency_s`` and
+        ``_judge`` (the model whose verdict stands: with a :class:`~framekit.Cascade`,
+        the stage that decided the row; its tokens, cost and latency add up over the
+        stages the row went through).
     overwrite
         Replace result columns that already exist instead of raising.
 
@@ -337,12 +358,12 @@ async def ascore_record(
     share = await prepare_one(evaluator, resolved, fields)
     stats = RunStats(rows=1, evaluations=1)
     started = time.perf_counter()
-    await run([share], resolve_cache(cache), stats)
+    await run_all([share], resolve_cache(cache), stats)
     stats.elapsed_s = time.perf_counter() - started
     r = share.records[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)
     metadata: dict[str, Any] = {
-        "judge": resolved.model,
+        "judge": r.judge if isinstance(resolved, Cascade) else resolved.model,
         "template_version": evaluator.version,
         "tokens": r.tokens,
         "cost_usd": r.cost_usd,

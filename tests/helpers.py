@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -100,3 +101,19 @@ def rag_frame(questions: int = 30) -> pl.DataFrame:
                 }
             )
     return pl.DataFrame(rows)
+
+
+def assert_no_key(texts: list[str], root: Path | None = None) -> None:
+    """The key scan: ``API_KEY`` (or its last 8 characters) is in none of ``texts`` nor
+    in any file under ``root`` (output Parquet, the cache, anything a run left there)."""
+    texts = list(texts)
+    for path in root.rglob("*") if root is not None else ():
+        if path.suffix == ".parquet":
+            # Compressed bytes may hold the key's 8-character tail by chance: scan the
+            # raw bytes for the whole key and the decoded values for the tail.
+            assert API_KEY.encode() not in path.read_bytes(), path
+            texts.append(str(pl.read_parquet(path).to_dicts()))
+        elif path.is_file():
+            texts.append(path.read_bytes().decode("latin-1"))
+    for text in texts:
+        assert API_KEY not in text and API_KEY[-8:] not in text, text[:300]

@@ -93,8 +93,28 @@ def test_judge_agreement_notebook_measures_calibrates_and_gates(tmp_path):
     assert len(_pngs(notebook)) == 1  # confusion matrix + calibration, one figure
 
 
+def test_cascade_notebook_escalates_calibrates_estimates_and_plots(tmp_path):
+    notebook = _run("04_cascade.ipynb", tmp_path)
+    texts = "".join(
+        str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+    )
+    assert "framekit: cascade retrieval_relevance: local/all-MiniLM-L6-v2 decided" in texts
+    assert "escalate_below=[" in texts and "lower bound" in texts  # the calibration's reason
+    assert "expected share of rows reaching each stage 100%" in texts  # the dry run
+    assert "ppi" in texts and "classical" in texts  # fk.estimate's table
+    assert len(_pngs(notebook)) == 1  # the cost/agreement curve
+
+
 @pytest.mark.parametrize(
-    "name", ["01_score_traces.ipynb", "02_compare_retrieval.ipynb", "03_judge_agreement.ipynb"]
+    "name",
+    [
+        "01_score_traces.ipynb",
+        "02_compare_retrieval.ipynb",
+        "03_judge_agreement.ipynb",
+        "04_cascade.ipynb",
+    ],
 )
 def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):
     # GitHub and Jupyter show what is stored: every code cell that prints or draws

@@ -43,6 +43,7 @@ from framekit.evaluators.base import (
     Verdict,
     canonical_fields,
 )
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.resolve import JudgeResolver
@@ -80,6 +81,8 @@ class Record:
     latency_s: float | None = None
     #: The verdict's structured findings (Groundedness's claim list), if any.
     details: dict[str, Any] | None = None
+    #: The model of the judge whose verdict stands, where a cascade chose one.
+    judge: str | None = None
     reported: bool = False  # already counted by the progress display
 
     def settle(self, verdict: Verdict) -> None:
@@ -113,7 +116,8 @@ class Prepared:
     of the frame the record it is (``inverse``)."""
 
     evaluator: Evaluator
-    judge: Judge | LocalJudge
+    #: A cascade's share is settled stage by stage (:mod:`framekit.engine.cascade`).
+    judge: Judge | LocalJudge | Cascade
     records: list[Record]
     inverse: list[int] = field(default_factory=list)
 
@@ -199,7 +203,7 @@ async def prepare(
 
 
 async def prepare_one(
-    evaluator: Evaluator, judge: Judge | LocalJudge, fields: Mapping[str, Any]
+    evaluator: Evaluator, judge: Judge | LocalJudge | Cascade, fields: Mapping[str, Any]
 ) -> Prepared:
     """One record (``Evaluator.score``), prepared as a frame's row would be; a record the
     evaluator cannot evaluate raises its :class:`~framekit._errors.RecordError` here."""
@@ -300,9 +304,14 @@ def distinct_records(
 _ALWAYS_FITS = 8_000
 
 
-async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge) -> None:
+async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | Cascade) -> None:
     """Cut the fields of over-long ``records`` (in place) to the judge's character
-    budget, each with the note for its explanation."""
+    budget, each with the note for its explanation (a cascade's: every stage's, so the
+    smallest window decides)."""
+    if isinstance(judge, Cascade):
+        for stage in judge.judges:
+            await fit_to_context(records, stage)
+        return
     if not isinstance(judge, Judge):
         return  # the local judge truncates to its model's 256 tokens by itself
     unsettled = [r for r in records if r.fields is not None]
@@ -315,7 +324,7 @@ async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge) -
         budget = await asyncio.to_thread(judge.char_budget)
     for record, size in zip(unsettled, sizes):
         if size > budget and record.fields is not None:
-            record.note = fit_record(record.fields, budget)
+            record.note = fit_record(record.fields, budget) or record.note
 
 
 def text_size(value: Any) -> int:

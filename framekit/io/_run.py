@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats, add_confidence
+from framekit.engine.stats import RunStats, add_confidence, add_stages, cascade_lines
 from framekit.evaluators.base import Evaluator
 
 
@@ -53,7 +53,7 @@ class ParquetRun:
         if self.stats.batch_requests:
             cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
             line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
-        return self.stats.with_hints(line)
+        return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
@@ -66,6 +66,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "hints",
             "transports",
             "provenance",
+            "stages",
             "confidence",
         ):
             continue
@@ -76,6 +77,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
     add_confidence(total.confidence, part.confidence)
     total.first_error = total.first_error or part.first_error
+    add_stages(total.stages, part.stages)
     total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.
     if part.hints and not total.hints:

@@ -23,9 +23,10 @@ from framekit.judges.providers import FRAMEKIT_BASE_VAR
 from framekit.judges.transport import Transport, TransportName, choose_transport
 
 if TYPE_CHECKING:
+    from framekit.judges.cascade import Cascade
     from framekit.judges.local import LocalJudge
 
-JudgeLike = Union["Judge", "LocalJudge", str]
+JudgeLike = Union["Judge", "LocalJudge", "Cascade", str]
 
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
