@@ -87,6 +87,8 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
 
 def _json(value: dict[str, Any] | None) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
 def _decided_by(share: Prepared, record: Record) -> str | None:
     """The model of the judge whose verdict a record holds (a cascade says which stage's);
     none for an error."""
