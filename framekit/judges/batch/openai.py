@@ -14,6 +14,7 @@ from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
 from framekit.judges.faults import Fault
 from framekit.judges.http import read_completion
+from framekit.judges.transport import LOGPROBS_REQUEST
 
 CHAT_URL = "/v1/chat/completions"
 #: Line errors that asking again can fix.
@@ -30,6 +31,9 @@ class OpenAIBatchClient(BatchClient):
 
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def logprobs_request(self) -> dict[str, Any]:
+        return {} if "logprobs" in self.params else dict(LOGPROBS_REQUEST)
 
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         body = {**self.params, "model": self.model, **call, "messages": messages}
