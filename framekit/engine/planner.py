@@ -27,7 +27,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import Prepared, ProgressFn, Record
+from framekit.engine.prepare import Prepared, ProgressFn, Record, bulk
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
@@ -54,16 +54,40 @@ def chat_key(prefix: bytes, request: ChatRequest) -> str:
     The separators are control bytes that the prompt layer strips from data, so two
     different message lists cannot hash the same way.
     """
-    h = hashlib.sha256(prefix)
-    for message in request.messages:
-        content = message.get("content")
-        if len(message) == 2 and isinstance(content, str) and "role" in message:
-            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
-            h.update(content.encode("utf-8", "surrogatepass"))
-        else:
-            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
+    messages = request.messages
+    first = messages[0] if messages else None
+    if first is not None and _plain(first) and isinstance(first["role"], str):
+        # The first message is the evaluator's system prompt, the same for every request:
+        # the hash of the prefix and of it is taken once and copied.
+        memo = (prefix, first["role"], first["content"])
+        start = _STARTS.get(memo)
+        if start is None:
+            if len(_STARTS) > 256:
+                _STARTS.clear()
+            start = _STARTS[memo] = _hash_messages(hashlib.sha256(prefix), messages[:1])
+        h = _hash_messages(start.copy(), messages[1:])
+    else:
+        h = _hash_messages(hashlib.sha256(prefix), messages)
     h.update(b"\x1c" + _schema_bytes(request.schema))
     return "chat:" + h.hexdigest()
+
+
+#: (prefix, role, content) of a first message -> the hash state after it.
+_STARTS: dict[tuple[bytes, Any, str], Any] = {}
+
+
+def _plain(message: Mapping[str, Any]) -> bool:
+    return len(message) == 2 and isinstance(message.get("content"), str) and "role" in message
+
+
+def _hash_messages(h: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
+    for message in messages:
+        if _plain(message):
+            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
+            h.update(message["content"].encode("utf-8", "surrogatepass"))
+        else:
+            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
+    return h
 
 
 # id(schema) -> (schema, its encoding). Holding the schema keeps its id from being
@@ -207,13 +231,14 @@ async def run(
         for record in share.records:
             if record.fields is None:
                 record.report(report)  # settled while prepared (an error, a known verdict)
-    plan = ChatPlan(prepared, report)
-    stats.unique_requests += len(plan)
-    hits = cache.get_many(plan)
-    for key, entry in hits.items():
-        stats.cache_hits += 1
-        plan.receive(key, Outcome.from_entry(entry))
-    del hits
+    with bulk():
+        plan = ChatPlan(prepared, report)
+        stats.unique_requests += len(plan)
+        hits = cache.get_many(plan)
+        for key, entry in hits.items():
+            stats.cache_hits += 1
+            plan.receive(key, Outcome.from_entry(entry))
+        del hits
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     if pending and embedding:
