@@ -9,6 +9,7 @@ records, weights and row-to-record map, and the same keys as the documented hash
 from __future__ import annotations
 
 import hashlib
+import json
 
 import polars as pl
 
@@ -72,3 +73,24 @@ def test_grouping_by_polars_gives_the_records_weights_and_rows_of_the_python_pat
         {"input": q, "context": d} for q, d in zip(questions, docs)
     ]
     assert sum(r.weight for r in records) == len(questions)
+
+
+def test_batch_lines_are_the_bytes_the_standard_library_wrote() -> None:
+    from framekit.judges.batch.base import dump_line, load_line
+
+    line = {
+        "custom_id": "0" * 64,
+        "body": {
+            "messages": [{"role": "user", "content": "Ünïcode 漢字 \u2028 \"quoted\" \\ tab\t"}],
+            "temperature": 0.0,
+            "top_p": 0.95,
+            "max_tokens": 256,
+            "strict": True,
+            "stop": None,
+        },
+        "huge": 2**70,  # past orjson's integers: written by the standard library
+    }
+    expected = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
+    assert dump_line(line) == expected
+    assert load_line(expected) == line
+    assert load_line(b'{"x": NaN}')["x"] != load_line(b'{"x": NaN}')["x"]  # NaN read back

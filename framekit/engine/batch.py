@@ -97,6 +97,7 @@ class BatchExecutor:
         self.open: dict[str, Manifest] = {}
         self.resumed: set[str] = set()
         self._shape_memo: dict[tuple[Any, ...], ChatRequest] = {}
+        self._last_shape: ChatRequest | None = None
         self._on_done: Callable[[str, Outcome], None] = lambda key, outcome: None
         self._bar: BatchBar | None = None
 
@@ -125,7 +126,9 @@ class BatchExecutor:
             await self.client.close()
 
     async def _run(self, items: Iterable[tuple[str, ChatRequest]]) -> None:
-        for key, request in items:
+        # The plan's view gives each answer's shape without rendering its prompt.
+        shapes = items.shapes() if hasattr(items, "shapes") else items
+        for key, request in shapes:
             self.shapes[key] = self._shape(request)
         if not self.shapes:
             return
@@ -165,7 +168,17 @@ class BatchExecutor:
     def _shape(self, request: ChatRequest) -> ChatRequest:
         """The request without its messages: all that parsing an answer needs. Shared per
         evaluator, so a million pending keys cost a dict entry each, not a prompt."""
-        # By content: evaluators may build a fresh schema dict for every request.
+        # The same schema object as the last request's (one per evaluator): its shape.
+        last = self._last_shape
+        if (
+            last is not None
+            and last.schema is request.schema
+            and last.schema_name == request.schema_name
+            and last.label_field == request.label_field
+            and last.choices == request.choices
+        ):
+            return last
+        # Else by content: evaluators may build a fresh schema dict for every request.
         schema = json.dumps(request.schema, sort_keys=True)
         memo = (schema, request.schema_name, request.label_field, request.choices)
         shape = self._shape_memo.get(memo)
@@ -174,6 +187,7 @@ class BatchExecutor:
                 [], request.schema_name, request.schema, request.label_field, request.choices
             )
             self._shape_memo[memo] = shape
+        self._last_shape = shape
         return shape
 
     def write_spools(self, lines: Iterable[Line], round_: int) -> list[Manifest]:

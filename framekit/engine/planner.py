@@ -126,7 +126,10 @@ class ChatPlan(Mapping[str, list[Waiting]]):
     def __init__(self, prepared: Sequence[Prepared], progress: ProgressFn | None = None) -> None:
         self.progress: ProgressFn = progress or _silent
         self._waiting: dict[str, list[Waiting]] = {}
-        self._judges: dict[str, Judge] = {}
+        # Per key, who answers it and the shape of its answer (the request without its
+        # messages), as one pair shared by every key of an evaluator and judge.
+        self._asked: dict[str, tuple[Judge, ChatRequest]] = {}
+        pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
@@ -143,7 +146,13 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                 waiting = self._waiting.get(key)
                 if waiting is None:
                     waiting = self._waiting[key] = []
-                    self._judges[key] = judge
+                    # The shape holds the schema, so its id is not reused meanwhile.
+                    ident = (id(judge), id(request.schema), request.schema_name,
+                             request.label_field, request.choices)  # fmt: skip
+                    pair = pairs.get(ident)
+                    if pair is None:
+                        pair = pairs[ident] = (judge, _shape(request))
+                    self._asked[key] = pair
                 waiting.append((share, record))
 
     def __getitem__(self, key: str) -> list[Waiting]:
@@ -157,7 +166,11 @@ class ChatPlan(Mapping[str, list[Waiting]]):
 
     def judge(self, key: str) -> Judge:
         """The judge that answers ``key``."""
-        return self._judges[key]
+        return self._asked[key][0]
+
+    def shape(self, key: str) -> ChatRequest:
+        """What reading the answer to ``key`` needs: its request without the messages."""
+        return self._asked[key][1]
 
     def request(self, key: str) -> ChatRequest:
         """The request behind ``key``, rendered from the first record that asks it."""
@@ -175,7 +188,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         judge sends under its own limits."""
         groups: dict[int, tuple[Judge, list[str]]] = {}
         for key in self._waiting:
-            judge = self._judges[key]
+            judge = self._asked[key][0]
             groups.setdefault(id(judge), (judge, []))[1].append(key)
         return list(groups.values())
 
@@ -183,7 +196,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         """Take the outcome of ``key`` for every record waiting on it: the only place a
         record's result is written from an answer. The request leaves the plan (a long
         run's plan shrinks as results grow)."""
-        self._judges.pop(key, None)
+        self._asked.pop(key, None)
         for share, record in self._waiting.pop(key, ()):
             record.tokens, record.cost_usd = outcome.tokens, outcome.cost_usd
             record.cached, record.latency_s = outcome.cached, outcome.latency_s
@@ -205,6 +218,16 @@ class _Rendered:
 
     def __iter__(self) -> Iterator[tuple[str, ChatRequest]]:
         return ((key, self.plan.request(key)) for key in self.keys)
+
+    def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
+        """``(key, shape)`` without rendering a prompt (the batch path's first pass)."""
+        return ((key, self.plan.shape(key)) for key in self.keys)
+
+
+def _shape(request: ChatRequest) -> ChatRequest:
+    return ChatRequest(
+        [], request.schema_name, request.schema, request.label_field, request.choices
+    )
 
 
 def _silent(rows: int, kind: str) -> None:
