@@ -81,7 +81,7 @@ def test_batch_lines_are_the_bytes_the_standard_library_wrote() -> None:
     line = {
         "custom_id": "0" * 64,
         "body": {
-            "messages": [{"role": "user", "content": "Ünïcode 漢字 \u2028 \"quoted\" \\ tab\t"}],
+            "messages": [{"role": "user", "content": 'Ünïcode 漢字 \u2028 "quoted" \\ tab\t'}],
             "temperature": 0.0,
             "top_p": 0.95,
             "max_tokens": 256,
