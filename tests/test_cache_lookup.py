@@ -99,3 +99,33 @@ def test_answers_written_during_the_run_are_found_by_the_next_chunked_lookup(
     cache.set("chat:a", ENTRY)
     cache.set_many([("chat:b", ENTRY)])
     assert cache.get_many(["chat:a", "chat:b"]) == {"chat:a": ENTRY, "chat:b": ENTRY}
+
+
+def test_a_foreign_value_under_a_runs_key_is_asked_again_and_overwritten(
+    judge_simulator, tmp_path: Path
+) -> None:
+    import diskcache as dc
+
+    import framekit as fk
+    from framekit.evaluators import RetrievalRelevance
+    from tests.helpers import MAPPING, retrieval_frame, sim_judge
+
+    df = retrieval_frame(6)
+    judge = sim_judge(judge_simulator)
+    fk.evaluate_dataframe(df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path)
+    store = dc.Cache(str(tmp_path))
+    keys = [k for k in store.iterkeys() if str(k).startswith("chat:")]
+    assert len(keys) == 6
+    store.set(keys[0], "written by another tool")  # a string: not an answer entry
+    store.set(keys[1], {"answer": None})  # a dict, but no answer in it
+    store.close()
+    sent = judge_simulator.stats()["chat"]
+    out = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=tmp_path, progress=False
+    )
+    assert judge_simulator.stats()["chat"] == sent + 2  # the two foreign entries only
+    assert out["retrieval_relevance_score"].null_count() == 0
+    run = fk.last_run()
+    assert run is not None and run.cache_hits == 4
+    again = Cache(tmp_path).get_many([keys[0], keys[1]])
+    assert all(isinstance(v, dict) and v["answer"] for v in again.values()) and len(again) == 2

@@ -30,7 +30,7 @@ from framekit._errors import BatchPending, FaultRaised, JudgeError
 from framekit._progress import BatchBar
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
-from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.executor import Answered, ChatExecutor, Outcome, stream
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
 from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
@@ -102,16 +102,19 @@ class BatchExecutor:
         self._bar: BatchBar | None = None
 
     # -- the run -----------------------------------------------------------------------
-    async def run(
-        self,
-        items: Iterable[tuple[str, ChatRequest]],
-        on_done: Callable[[str, Outcome], None],
-    ) -> None:
-        """Answer every ``(key, request)``; ``on_done`` is called as each line is read.
+    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
+        """Answer every ``(key, request)``; ``(key, outcome)`` as each line is read.
 
         ``items`` is iterated twice (keys first, then messages while writing the
         batch files); a one-shot iterator is materialised first.
         """
+        return stream(lambda sink: self._drive(items, sink))
+
+    async def _drive(
+        self,
+        items: Iterable[tuple[str, ChatRequest]],
+        on_done: Callable[[str, Outcome], None],
+    ) -> None:
         if iter(items) is items:
             items = list(items)
         self._on_done = on_done
@@ -480,7 +483,8 @@ class BatchExecutor:
         self._say(f"sending {len(items)} failed batch lines directly")
         # The run's modes: one the endpoint already rejected is not tried again.
         direct = ChatExecutor(self.judge, self.cache, self.stats, self.limiter, self.modes)
-        await direct.run(items, self._settle)
+        async for key, outcome in direct.outcomes(items):
+            self._settle(key, outcome)
 
     # -- telling the user -------------------------------------------------------------------
     def _pending(self, statuses: list[BatchStatus]) -> None:

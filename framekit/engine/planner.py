@@ -8,8 +8,11 @@ A :class:`ChatPlan` holds a run's distinct chat requests by cache key and, for e
 records waiting for its answer. It hands each judge's misses to an executor
 (:class:`~framekit.engine.executor.ChatExecutor`, or
 :class:`~framekit.engine.batch.BatchExecutor` for a batch judge) and takes every outcome
-back through one method, :meth:`ChatPlan.receive`: the one place where a record's result
-is written, whether its answer came from the cache, the endpoint or a batch.
+back as an async iterator of ``(key, outcome)`` (``executor.outcomes``), which the plan
+assembles through one method, :meth:`ChatPlan.receive`: the one place where a record's
+result is written, whether its answer came from the cache, the endpoint or a batch. An
+executor never writes into the plan; a cached outcome is made in one place,
+:meth:`Outcome.from_entry <framekit.engine.executor.Outcome.from_entry>`.
 """
 
 from __future__ import annotations
@@ -259,24 +262,28 @@ async def run(
         stats.unique_requests += len(plan)
         hits = cache.get_many(plan)
         for key, entry in hits.items():
-            stats.cache_hits += 1
-            plan.receive(key, Outcome.from_entry(entry))
+            cached = Outcome.from_entry(entry)
+            if cached is not None:  # else not one of ours: asked again, and overwritten
+                stats.cache_hits += 1
+                plan.receive(key, cached)
         del hits
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     if pending and embedding:
         await ready_embedders(embedding)
     limiter_of = limiter_for or (lambda judge: None)
-    await asyncio.gather(
-        *(
-            (
-                BatchExecutor(judge, cache, stats, show, limiter_of(judge))
-                if judge.batch
-                else ChatExecutor(judge, cache, stats, limiter_of(judge))
-            ).run(plan.requests(keys), plan.receive)
-            for judge, keys in pending
+
+    async def answer(judge: Judge, keys: list[str]) -> None:
+        executor = (
+            BatchExecutor(judge, cache, stats, show, limiter_of(judge))
+            if judge.batch
+            else ChatExecutor(judge, cache, stats, limiter_of(judge))
         )
-    )
+        # The executor sends and reports; the plan alone writes what came back.
+        async for key, outcome in executor.outcomes(plan.requests(keys)):
+            plan.receive(key, outcome)
+
+    await asyncio.gather(*(answer(judge, keys) for judge, keys in pending))
     if embedding:
         await embedding_stage(embedding, cache, stats, show)
     for share in prepared:
