@@ -30,7 +30,7 @@ from framekit._errors import BatchPending, FaultRaised, JudgeError
 from framekit._progress import BatchBar
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
-from framekit.engine.executor import Answered, ChatExecutor, Outcome, stream
+from framekit.engine.executor import ChatExecutor, Executor, Outcome, Sink
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
 from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
@@ -65,7 +65,7 @@ def key_of(cid: str) -> str:
     return "chat:" + cid
 
 
-class BatchExecutor:
+class BatchExecutor(Executor):
     """Runs the unique chat requests of one run against one judge, as provider batches."""
 
     def __init__(
@@ -102,19 +102,12 @@ class BatchExecutor:
         self._bar: BatchBar | None = None
 
     # -- the run -----------------------------------------------------------------------
-    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
-        """Answer every ``(key, request)``; ``(key, outcome)`` as each line is read.
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        """Answer every ``(key, request)``, each outcome to ``on_done`` as its line is read.
 
         ``items`` is iterated twice (keys first, then messages while writing the
         batch files); a one-shot iterator is materialised first.
         """
-        return stream(lambda sink: self._drive(items, sink))
-
-    async def _drive(
-        self,
-        items: Iterable[tuple[str, ChatRequest]],
-        on_done: Callable[[str, Outcome], None],
-    ) -> None:
         if iter(items) is items:
             items = list(items)
         self._on_done = on_done

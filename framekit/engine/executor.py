@@ -247,7 +247,23 @@ def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
     return chars // 4 + min(max_tokens, 256)
 
 
-class ChatExecutor:
+#: Where an executor's drive puts each outcome.
+Sink = Callable[[str, Outcome], None]
+
+
+class Executor:
+    """What the planner asks of an executor: :meth:`outcomes`. A subclass sends in its
+    own way (``_drive``) and hands each outcome to the sink it is given."""
+
+    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
+        """Answer every ``(key, request)``; ``(key, outcome)`` as each finishes."""
+        return stream(lambda sink: self._drive(items, sink))
+
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        raise NotImplementedError
+
+
+class ChatExecutor(Executor):
     """Runs the unique chat requests of one run against one judge.
 
     ``limiter`` paces the calls (default: a :class:`~framekit.engine.limiter.RateLimiter`
@@ -275,15 +291,7 @@ class ChatExecutor:
         self.secrets: list[str] = []
         self._transport: Transport | None = None
 
-    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
-        """Send every ``(key, request)``; ``(key, outcome)`` as each finishes."""
-        return stream(lambda sink: self._drive(items, sink))
-
-    async def _drive(
-        self,
-        items: Iterable[tuple[str, ChatRequest]],
-        on_done: Callable[[str, Outcome], None],
-    ) -> None:
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._transport = await self.judge.open()
         self.secrets = self.judge.secrets
         name = self._transport.name
