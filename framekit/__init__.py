@@ -37,6 +37,7 @@ _EXPORTS = {
     "gate": "framekit.analysis.gate",
     "estimate": "framekit.analysis.estimate",
     "sample_for_review": "framekit.analysis.review",
+    "side_by_side": "framekit.analysis.side_by_side",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from framekit.analysis.estimate import estimate
     from framekit.analysis.gate import gate
     from framekit.analysis.review import sample_for_review
+    from framekit.analysis.side_by_side import side_by_side
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe

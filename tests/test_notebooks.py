@@ -104,3 +104,31 @@ def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):
     assert all(c.get("execution_count") for c in code), f"{name} was stored without running"
     assert sum(bool(c.get("outputs")) for c in code) >= len(code) // 2
     _reads_cleanly(notebook)
+
+
+def test_a_first_run_in_a_fresh_kernel_warns_of_nothing(tmp_path: Path) -> None:
+    # The default progress=True in a kernel without ipywidgets: tqdm.auto would warn
+    # "IProgress not found"; the run prints its summary line and nothing else.
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import polars as pl\nimport framekit as fk\n"
+            "from framekit.evaluators import RetrievalRelevance\n"
+            "df = pl.DataFrame({'question': ['What is compost?'], "
+            "'docs': [['Compost is decayed organic matter.']]})\n"
+            "scored = fk.evaluate_dataframe(df, [RetrievalRelevance()], "
+            "{'input': 'question', 'context': 'docs'}, judge='local', cache=False)"
+        )
+    ]
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    stderr = "".join(
+        o.get("text", "") for o in notebook.cells[0].outputs if o.get("name") == "stderr"
+    )
+    assert "Warning" not in stderr and "IProgress" not in stderr, stderr
+    assert stderr.startswith("framekit: 1 row x 1 evaluator"), stderr

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -37,6 +37,7 @@ from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
 from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
+from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import cost
 from framekit.judges.resolve import JudgeResolver
 
@@ -52,7 +53,8 @@ class RequestPlan:
 
     ``requests`` is what would be sent; ``unique_requests`` counts distinct requests
     before the cache, ``cached`` those already answered. ``local_texts`` counts distinct
-    texts the offline judge would embed that are not cached yet. ``skipped`` counts
+    texts the offline judge would embed that are not cached yet, ``likelihood_texts`` those
+    its likelihood scorer would read (the ``lm`` extra; about 1 per second). ``skipped`` counts
     evaluations that fail before any call (a null or empty required field). ``judges``
     names the judge models; ``local_judge`` says whether the offline judge is one of them.
     """
@@ -69,6 +71,9 @@ class RequestPlan:
     #: Why the cost is unknown, when it is.
     cost_unknown: str | None = None
     local_texts: int = 0
+    likelihood_texts: int = 0
+    #: Distinct texts of the offline judge already cached.
+    local_cached: int = 0
     local_judge: bool = False
     skipped: int = 0
     judges: list[str] = field(default_factory=list)
@@ -77,6 +82,9 @@ class RequestPlan:
     by_evaluator: dict[str, int] = field(default_factory=dict)
     #: Requests that would go through a provider batch API (priced at its discount).
     batch_requests: int = 0
+    #: The least time the requests take at the judges' ``rpm`` (judges run side by
+    #: side, so the slowest one's); ``None`` when some judge sends without an rpm.
+    min_seconds: float | None = None
 
     @property
     def tokens(self) -> int:
@@ -108,13 +116,27 @@ class RequestPlan:
         elif self.batch_requests:
             cost += f"; {self.batch_requests} requests through the batch API"
         lines.append(f"  estimated cost: {cost}")
-        if self.local_judge:
+        if self.requests and self.min_seconds is not None:
             lines.append(
-                f"  offline judge: {self.local_texts} texts to embed on the CPU "
-                "(the rest are cached), no API calls"
+                f"  estimated time: at least {self.min_seconds:.0f} s at the judge's rpm "
+                "(more if answers are slower than the pacing)"
+            )
+        if self.local_judge:
+            rest = " (the rest are cached)" if self.local_cached else ""
+            read = (
+                f" and {self.likelihood_texts} to read with the likelihood scorer"
+                if self.likelihood_texts
+                else ""
+            )
+            lines.append(
+                f"  offline judge: {self.local_texts} texts to embed on the CPU{read}{rest}, "
+                "no API calls"
             )
         if self.skipped:
-            lines.append(f"  {self.skipped} evaluations will fail before any call (null fields)")
+            lines.append(
+                f"  {self.skipped} evaluations will fail before any call "
+                "(null or empty required fields)"
+            )
         lines += [f"  warning: {w}; a real run would stop here" for w in self.warnings]
         return "\n".join(lines)
 
@@ -174,8 +196,10 @@ def plan_requests(
     # key -> (evaluator name, judge model, prompt characters, by batch API, at list
     # prices); insertion order = first use.
     chats: dict[str, tuple[str, str, int, bool, bool]] = {}
+    senders: dict[str, Any] = {}  # key -> the judge that sends it (for its rpm)
     priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
     texts: dict[str, None] = {}
+    likelihood_keys: set[str] = set()
     for frame in frames:
         plan.rows += frame.height
         plan.evaluations += frame.height * len(evs)
@@ -197,12 +221,19 @@ def plan_requests(
                 samples = sender.samples
                 for sub in [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]:
                     chats[sub] = entry
+                    senders[sub] = sender
         for share in prepared:
             if isinstance(share.judge, LocalJudge):
+                read = share.scores_likelihood
                 for record in share.pending():
                     assert record.fields is not None
                     try:
-                        texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
+                        if read:
+                            hooks = cast(LikelihoodHooks, share.evaluator)
+                            scored = hooks.local_likelihood_inputs(record.fields)
+                            likelihood_keys.add(likelihood_key(scored))
+                        else:
+                            texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
                     except RecordError as exc:
                         record.fail(str(exc))
             plan.skipped += share.failures()
@@ -226,8 +257,11 @@ def plan_requests(
                 plan.cost_unknown = "a custom api_base has no list price"
         else:
             plan.cost_usd = (plan.cost_usd or 0.0) + price
+    plan.min_seconds = _min_seconds([senders[k] for k in keys if k not in hits])
     judges = judge_for.judges.values()
     plan.local_texts = _uncached_texts(list(texts), judges, store)
+    plan.likelihood_texts = len(likelihood_keys) - len(_present(store, list(likelihood_keys)))
+    plan.local_cached = len(texts) - plan.local_texts
     plan.judges = sorted({j.model for j in judges})
     plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)
     if plan.requests:
@@ -253,3 +287,18 @@ def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> in
 def _count(n: int, noun: str) -> str:
     """``1 row``, ``2 rows``: an exact count, said right."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _min_seconds(senders: Sequence[Any]) -> float | None:
+    """The least time ``senders``' requests take at their judges' rpm (the judges run
+    side by side: the slowest one's), or ``None`` when one has no rpm (or is batched)."""
+    counts: dict[int, tuple[Any, int]] = {}
+    for judge in senders:
+        counts[id(judge)] = (judge, counts.get(id(judge), (judge, 0))[1] + 1)
+    seconds = 0.0
+    for judge, n in counts.values():
+        rpm = getattr(judge, "rpm", None)
+        if not rpm or getattr(judge, "batch", False):
+            return None
+        seconds = max(seconds, n * 60.0 / float(rpm))
+    return seconds

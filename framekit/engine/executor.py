@@ -373,7 +373,11 @@ class ChatExecutor(Executor):
             await self.limiter.acquire(estimate)
             mode = self.modes.current
             self.stats.requests_sent += 1
-            result = await self._transport.call(request, progress.messages, mode)
+            self.stats.sending += 1
+            try:
+                result = await self._transport.call(request, progress.messages, mode)
+            finally:
+                self.stats.sending -= 1
             if isinstance(result, Fault):
                 outcome = await self._handle_fault(result, mode, progress, key or str(id(request)))
             else:

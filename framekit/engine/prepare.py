@@ -80,12 +80,15 @@ class Record:
     cost_usd: float | None = None
     cached: bool | None = None
     latency_s: float | None = None
+    #: The verdict's structured findings (Groundedness's claim list), if any.
+    details: dict[str, Any] | None = None
     reported: bool = False  # already counted by the progress display
 
     def settle(self, verdict: Verdict) -> None:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
         self.value = min(1.0, max(0.0, float(verdict.value)))
         self.label, self.explanation = verdict.label, verdict.explanation
+        self.details = verdict.details
         self.confidence = verdict.confidence
         self.fields = self.answer = None
 
@@ -118,9 +121,19 @@ class Prepared:
 
     @property
     def embeds(self) -> bool:
-        """Whether its verdicts follow embeddings: the offline judge's, or of an LLM
-        judge's answers (AnswerRelevancy's regenerated questions)."""
-        return isinstance(self.judge, LocalJudge) or self.embeds_answers
+        """Whether its verdicts follow embeddings: the offline judge's (unless it reads
+        likelihoods), or of an LLM judge's answers (AnswerRelevancy's regenerated
+        questions)."""
+        return (
+            isinstance(self.judge, LocalJudge) and not self.scores_likelihood
+        ) or self.embeds_answers
+
+    @property
+    def scores_likelihood(self) -> bool:
+        """Whether the offline judge reads this evaluator with the likelihood scorer
+        (the ``lm`` extra: :meth:`LocalJudge.scores_likelihood
+        <framekit.judges.local.LocalJudge.scores_likelihood>`)."""
+        return isinstance(self.judge, LocalJudge) and self.judge.scores_likelihood(self.evaluator)
 
     @property
     def embeds_answers(self) -> bool:
@@ -180,7 +193,7 @@ async def prepare(
         row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
         with bulk():
             records, inverse = distinct_records(fields.columns, names, frame.height, row_errors)
-        judge = judge_for(ev.judge)
+        judge = judge_for(ev.judge, ev.judge_options)
         await fit_to_context(records, judge)
         with bulk():
             for record in records:

@@ -29,6 +29,10 @@ class RunStats:
     tokens: int = 0
     cost_usd: float | None = None
     embeddings_computed: int = 0
+    #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
+    likelihoods_computed: int = 0
+    #: Requests on the wire right now (the progress display reads it live).
+    sending: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
     #: The first failed evaluation, as ``row N, <evaluator>: <error>`` (``None`` if none).

@@ -381,6 +381,12 @@ class Judge:
         keyless = replace(self.endpoint, credentials=Credentials())
         return _restore(replace(self._values(), endpoint=keyless))
 
+    def copy_with(self, *, decoding: Decoding) -> Judge:
+        """A copy that decides its answers with ``decoding`` (an evaluator's ``temperature=``
+        and the like: :mod:`framekit.judges.decoding`); it has its own transport and
+        limits, as every judge built apart does."""
+        return _restore(replace(self._values(), decoding=decoding))
+
     # -- a run's use of the transport --------------------------------------------------
     async def open(self) -> Transport:
         """Get ready to send from the running event loop and return the transport to send

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from framekit._errors import JudgeSpecError
+from framekit.judges.decoding import with_decoding
 from framekit.judges.judge import Judge, JudgeLike
 
 if TYPE_CHECKING:
@@ -50,16 +52,25 @@ def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
 class JudgeResolver:
     """The judge of each evaluator of a run (its own ``judge=``, else the run's), resolved
     once per distinct spec, so evaluators sharing a judge share its limits and worker
-    processes."""
+    processes. An evaluator with decoding options (``temperature=``...) gets a copy of
+    that judge with them set, shared by the evaluators asking for the same options."""
 
     def __init__(self, default: JudgeLike | None) -> None:
         self.default = default
         self.judges: dict[Any, Judge | LocalJudge] = {}
 
-    def __call__(self, own: JudgeLike | None) -> Judge | LocalJudge:
-        """The judge of an evaluator whose own ``judge=`` is ``own``."""
+    def __call__(
+        self, own: JudgeLike | None, options: Mapping[str, Any] | None = None
+    ) -> Judge | LocalJudge:
+        """The judge of an evaluator whose own ``judge=`` is ``own`` and whose decoding
+        options are ``options``."""
         spec = own if own is not None else self.default
         key = spec if isinstance(spec, str) or spec is None else id(spec)
         if key not in self.judges:
             self.judges[key] = resolve_judge(spec)
-        return self.judges[key]
+        if not options:
+            return self.judges[key]
+        derived = (key, repr(sorted(options.items())))
+        if derived not in self.judges:
+            self.judges[derived] = with_decoding(self.judges[key], options)
+        return self.judges[derived]
