@@ -104,7 +104,7 @@ class Cascade:
     >>> fk.Cascade(["local"], escalate_below=[])
     Traceback (most recent call last):
     ...
-    framekit._errors.InputError: a cascade needs at least two judges, got 1
+    framekit.InputError: a cascade needs at least two judges, got 1
     """
 
     kind = "cascade"
