@@ -122,6 +122,9 @@ def build(
                 "template": ev.cache_namespace(),
                 "threshold": ev.threshold,
                 "direction": ev.direction,
+                "scoring": getattr(ev, "scoring", "label"),
+                # Where the row confidences came from and how many rows have one.
+                "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
             }
             for ev in evaluators
         ],
@@ -135,6 +138,20 @@ def build(
     plain = json.loads(json.dumps(record, default=str))
     redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)
     return redacted
+
+
+def _confidence_text(evaluator: Mapping[str, Any]) -> str:
+    """``; confidence by logprobs (98 of 100 rows), expected scores`` for a header."""
+    conf = evaluator.get("confidence") or {}
+    text = ""
+    if conf.get("method"):
+        text = (
+            f"; confidence by {conf['method']} ({conf.get('rows_with_confidence')} of "
+            f"{conf.get('scored_rows')} rows)"
+        )
+    if evaluator.get("scoring") == "expected":
+        text += f"; expected scores ({conf.get('rows_scored_by_label', '?')} rows by label)"
+    return text
 
 
 def source_label(source: Any) -> str:
@@ -203,7 +220,7 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
             (
                 "evaluator",
                 f"{ev.get('name')}: {ev.get('template')}, threshold {ev.get('threshold')}"
-                f" ({ev.get('direction')})",
+                f" ({ev.get('direction')})" + _confidence_text(ev),
             )
         )
     if record.get("mapping"):

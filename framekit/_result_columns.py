@@ -2,7 +2,8 @@
 scored frame is read back.
 
 Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label``,
-``_explanation`` (String), ``_passed`` (Boolean), ``_error`` (String); with
+``_explanation`` (String), ``_passed`` (Boolean), ``_confidence`` (Float64 in [0, 1], null
+when the judge gives none), ``_error`` (String, always last); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
 (Boolean), ``_latency_s`` (Float64). An evaluator is recognised in a scored frame by
 ``<name>_score`` next to ``<name>_error``. This module is the only place those names and
@@ -25,6 +26,7 @@ RESULT_COLUMNS: dict[str, pl.DataType] = {
     "label": pl.String(),
     "explanation": pl.String(),
     "passed": pl.Boolean(),
+    "confidence": pl.Float64(),
     "error": pl.String(),
 }
 #: Kind -> dtype of the columns ``details=True`` adds, in order.
@@ -51,7 +53,7 @@ def result_columns(evaluators: Iterable[Any], details: bool = False) -> list[str
     Examples
     --------
     >>> result_columns(["coherence"])
-    ['coherence_score', 'coherence_label', 'coherence_explanation', 'coherence_passed', 'coherence_error']
+    ['coherence_score', 'coherence_label', 'coherence_explanation', 'coherence_passed', 'coherence_confidence', 'coherence_error']
     """
     kinds = list(RESULT_COLUMNS) + (list(DETAIL_COLUMNS) if details else [])
     return [column(_name_of(ev), kind) for ev in evaluators for kind in kinds]
@@ -120,6 +122,7 @@ _READABLE: dict[str, tuple[Any, str]] = {
     "label": (lambda t: t in (pl.String, pl.Categorical) or isinstance(t, pl.Enum), _TEXT),
     "explanation": (lambda t: t == pl.String, _TEXT),
     "passed": (lambda t: t == pl.Boolean, "Boolean"),
+    "confidence": (lambda t: t.is_numeric(), "a number in [0, 1] (Float64)"),
     "error": (lambda t: t in (pl.String, pl.Categorical), _TEXT),
     "tokens": (lambda t: t.is_integer(), "an integer (Int64)"),
     "cost_usd": (lambda t: t.is_numeric(), "a number (Float64)"),

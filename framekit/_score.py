@@ -27,7 +27,9 @@ class Score:
     """One evaluator's verdict on one record.
 
     ``value`` is in [0, 1] and is ``None`` when the evaluation failed; ``error`` then holds a
-    one-line reason. A failure is never reported as a score of 0.
+    one-line reason. A failure is never reported as a score of 0. ``confidence`` is the
+    judge's probability of its verdict, in [0, 1] (from token logprobs, the offline judge's
+    calibration, or the agreement of several samples); ``None`` when the judge gives none.
 
     Examples
     --------
@@ -49,6 +51,7 @@ class Score:
     direction: Direction = "maximize"
     metadata: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    confidence: float | None = None
 
     @property
     def passed(self) -> bool | None:

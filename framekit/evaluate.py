@@ -54,6 +54,7 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
         col("label", [r.label for r in records]),
         col("explanation", [_explained(r.explanation, r.note, r.value) for r in records]),
         passes(score, ev.threshold, ev.direction).alias(f"{ev.name}_passed"),
+        col("confidence", [r.confidence for r in records]),
         col("error", [r.error for r in records]),
     ]
     if details:
@@ -278,7 +279,8 @@ def evaluate_dataframe(
     Returns
     -------
     The input's columns and rows in order, then per evaluator ``<name>_score`` (Float64,
-    null on failure), ``_label``, ``_explanation``, ``_passed`` (Boolean) and ``_error``.
+    null on failure), ``_label``, ``_explanation``, ``_passed`` (Boolean), ``_confidence``
+    (Float64 in [0, 1], null when the judge gives none) and ``_error``.
 
     Examples
     --------
@@ -326,7 +328,7 @@ async def ascore_record(
     await run([share], resolve_cache(cache), stats)
     stats.elapsed_s = time.perf_counter() - started
     r = share.records[0]
-    verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation)
+    verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)
     return evaluator.make_score(
         verdict,
         error=r.error,

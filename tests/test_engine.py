@@ -22,6 +22,7 @@ RESULT_DTYPES = {
     "retrieval_relevance_label": pl.String,
     "retrieval_relevance_explanation": pl.String,
     "retrieval_relevance_passed": pl.Boolean,
+    "retrieval_relevance_confidence": pl.Float64,
     "retrieval_relevance_error": pl.String,
 }
 

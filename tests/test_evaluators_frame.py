@@ -24,6 +24,7 @@ DTYPES = {
     "label": pl.String,
     "explanation": pl.String,
     "passed": pl.Boolean,
+    "confidence": pl.Float64,
     "error": pl.String,
 }
 
@@ -71,7 +72,7 @@ def rag_frame() -> pl.DataFrame:
 MAPPING = {"input": "question", "output": "answer", "context": "docs"}
 
 
-def test_one_frame_six_evaluators_thirty_typed_columns_one_request_per_prompt(
+def test_one_frame_six_evaluators_thirty_six_typed_columns_one_request_per_prompt(
     judge_simulator, tmp_path
 ):
     df = rag_frame()
@@ -81,7 +82,7 @@ def test_one_frame_six_evaluators_thirty_typed_columns_one_request_per_prompt(
     )
     added = out.columns[len(df.columns) :]
     assert out.columns[: len(df.columns)] == df.columns and out.height == df.height
-    assert len(added) == 6 * 5
+    assert len(added) == 6 * len(DTYPES)
     for ev in evaluators:
         for kind, dtype in DTYPES.items():
             assert out.schema[f"{ev.name}_{kind}"] == dtype, (ev.name, kind)
@@ -119,7 +120,7 @@ def test_pandas_in_pandas_out_with_all_evaluators(judge_simulator):
     out = fk.evaluate_dataframe(
         df, all_evaluators(), MAPPING, judge=sim_judge(judge_simulator), cache=False, progress=False
     )
-    assert isinstance(out, pd.DataFrame) and len(out.columns) == 3 + 30
+    assert isinstance(out, pd.DataFrame) and len(out.columns) == 3 + 6 * len(DTYPES)
     assert out["coherence_error"].isna().all()
 
 

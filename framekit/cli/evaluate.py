@@ -45,7 +45,8 @@ def add_parser(sub: Any) -> None:
         help="score a Parquet file (or a DuckDB query) into a new Parquet file",
         description="Score every row of a Parquet file, glob or DuckDB query, streamed in "
         "slices; the destination gets every input column plus <evaluator>_score, _label, "
-        "_explanation, _passed and _error. An interrupted run resumes where it stopped.",
+        "_explanation, _passed, _confidence and _error. An interrupted run resumes where it "
+        "stopped.",
         epilog=EXAMPLES + "\n" + ENV_HELP,
     )
     ev.add_argument(

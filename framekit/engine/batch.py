@@ -200,6 +200,8 @@ class BatchExecutor:
         try:
             for key, messages, shape in lines:
                 call = build_call_kwargs(shape, messages, self.modes.current)
+                if shape.choices:  # a rubric answer: its labels' probabilities, if given
+                    call.update(client.logprobs_request())
                 # Prompt mode adds its instruction to the messages; the others do not.
                 data = client.encode(custom_id(key), call.pop("messages"), call)
                 if (
@@ -387,7 +389,7 @@ class BatchExecutor:
                 m.cost_usd += cost
             used = self.reasks.get(key, 0)
             reading = read_reply(
-                line.text, line.refusal, self.shapes[key], used, self.client.secrets
+                line.text, line.refusal, self.shapes[key], used, self.client.secrets, line.logprobs
             )
             if reading.reask is not None:
                 self.reasks[key] = used + 1
@@ -398,7 +400,8 @@ class BatchExecutor:
             if answer is None:
                 self._settle(key, Outcome(None, reading.error, tokens, cost))
                 continue
-            outcome = Outcome(answer, None, tokens, cost, time.time() - m.created)
+            latency = time.time() - m.created
+            outcome = Outcome(answer, None, tokens, cost, latency, False, reading.probabilities)
             batch.append((key, outcome.entry()))
             outcomes.append(outcome)
             if len(batch) >= CACHE_CHUNK:

@@ -32,6 +32,7 @@ from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import MappingValue, prepare
+from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
 from framekit.judges.judge import Judge, JudgeLike
@@ -191,7 +192,11 @@ def plan_requests(
                 if id(sender) not in priced:
                     priced[id(sender)] = list_priced(sender)
                 name = planned[key][0][0].evaluator.name
-                chats[key] = (name, sender.model, chars, sender.batch, priced[id(sender)])
+                entry = (name, sender.model, chars, sender.batch, priced[id(sender)])
+                # A sampled judge sends (and caches) each sample as a request of its own.
+                samples = sender.samples
+                for sub in [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]:
+                    chats[sub] = entry
         for share in prepared:
             if isinstance(share.judge, LocalJudge):
                 for record in share.pending():

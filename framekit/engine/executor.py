@@ -37,6 +37,7 @@ from framekit import _secrets
 from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache, NullCache
 from framekit.engine.limiter import Limiter, RateLimiter
+from framekit.engine.sampling import sample_key, vote
 from framekit.engine.stats import RunStats
 from framekit.judges.faults import Fault
 from framekit.judges.judge import Judge
@@ -63,7 +64,12 @@ def outage_budget(max_retries: int) -> float:
 
 @dataclass
 class Outcome:
-    """The result of one unique request: its answer or its error, and what it cost."""
+    """The result of one unique request: its answer or its error, and what it cost.
+
+    ``probabilities`` are the rubric labels' probabilities read from the answer's token
+    logprobs (``None``: the judge gave none); they are cached with the answer, so a
+    cached re-run has the same confidence.
+    """
 
     answer: dict[str, Any] | None
     error: str | None
@@ -71,15 +77,27 @@ class Outcome:
     cost_usd: float | None = None
     latency_s: float | None = None
     cached: bool = False
+    probabilities: dict[str, float] | None = None
 
     @classmethod
     def from_entry(cls, entry: dict[str, Any]) -> Outcome:
         """The outcome of a request answered from the cache (free, instant)."""
-        return cls(entry["answer"], None, entry.get("tokens", 0), entry.get("cost_usd"), 0.0, True)
+        return cls(
+            entry["answer"],
+            None,
+            entry.get("tokens", 0),
+            entry.get("cost_usd"),
+            0.0,
+            True,
+            entry.get("probabilities"),
+        )
 
     def entry(self) -> dict[str, Any]:
         """What the cache keeps of an answered request."""
-        return {"answer": self.answer, "tokens": self.tokens, "cost_usd": self.cost_usd}
+        kept = {"answer": self.answer, "tokens": self.tokens, "cost_usd": self.cost_usd}
+        if self.probabilities is not None:
+            kept["probabilities"] = self.probabilities
+        return kept
 
 
 @dataclass
@@ -93,8 +111,14 @@ class _Progress:
     tokens: int = 0
     cost: float | None = None
 
-    def outcome(self, answer: dict[str, Any] | None, error: str | None) -> Outcome:
-        return Outcome(answer, error, self.tokens, self.cost, time.perf_counter() - self.started)
+    def outcome(
+        self,
+        answer: dict[str, Any] | None,
+        error: str | None,
+        probabilities: dict[str, float] | None = None,
+    ) -> Outcome:
+        elapsed = time.perf_counter() - self.started
+        return Outcome(answer, error, self.tokens, self.cost, elapsed, False, probabilities)
 
 
 def cpu_hint(requests: int, busy: float, processes: int, transport: str) -> str | None:
@@ -244,6 +268,9 @@ class ChatExecutor:
 
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
         for key, request in queue:
+            if self.judge.samples > 1:
+                on_done(key, await self._sampled(key, request))
+                continue
             entry = self.cache.get(key)
             if entry is not None:
                 # Another process (or an earlier, interrupted run) answered it meanwhile.
@@ -267,6 +294,23 @@ class ChatExecutor:
                 if owner is None and self.inflight is not None:
                     self.inflight.finish(key, outcome)
             on_done(key, outcome)
+
+    async def _sampled(self, key: str, request: ChatRequest) -> Outcome:
+        """A request asked ``judge.samples`` times, each sample cached on its own key; the
+        samples' vote is the outcome (see :mod:`framekit.engine.sampling`)."""
+        outcomes = []
+        for index in range(self.judge.samples):
+            sub = sample_key(key, index)
+            entry = self.cache.get(sub)
+            if entry is not None:
+                self.stats.cache_hits += 1
+                outcomes.append(Outcome.from_entry(entry))
+                continue
+            outcome = await self.send(request, sub)
+            if outcome.answer is not None:
+                self.cache.set(sub, outcome.entry())
+            outcomes.append(outcome)
+        return vote(request, outcomes)
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
         """One request through pacing, retries and re-asks, to an answer or an error."""
@@ -338,13 +382,15 @@ class ChatExecutor:
         if raw.cost_usd is not None:
             progress.cost = (progress.cost or 0.0) + raw.cost_usd
             stats.cost_usd = (stats.cost_usd or 0.0) + raw.cost_usd
-        reading = read_reply(raw.text, raw.refusal, request, progress.reasks, self.secrets)
+        reading = read_reply(
+            raw.text, raw.refusal, request, progress.reasks, self.secrets, raw.logprobs
+        )
         if reading.reask is not None:
             progress.reasks += 1
             stats.reasks += 1
             progress.messages = [*progress.messages, *reading.reask]
             return None
-        return progress.outcome(reading.answer, reading.error)
+        return progress.outcome(reading.answer, reading.error, reading.probabilities)
 
     def _stop_if_endpoint_is_down(self, fault: Fault) -> None:
         """Raise one run-wide :class:`JudgeError` when no row could ever succeed."""

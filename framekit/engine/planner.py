@@ -24,6 +24,7 @@ from typing import Any
 from framekit._errors import RecordError
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache
+from framekit.engine.confidence import confidence_summary
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.limiter import Limiter
@@ -169,7 +170,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                 record.answer = outcome.answer  # its verdict follows its embeddings
                 continue
             else:
-                share.judge_answer(record, outcome.answer)
+                share.judge_answer(record, outcome.answer, probabilities=outcome.probabilities)
             # Counted now, so that the display moves during an hours-long run.
             record.report(self.progress)
 
@@ -234,6 +235,7 @@ async def run(
     for share in prepared:
         for record in share.records:
             record.report(report)  # what no stage has counted yet (e.g. a request not built)
+        stats.confidence[share.evaluator.name] = confidence_summary(share)
         failed = share.failures()
         stats.failures += failed
         if failed:

@@ -70,6 +70,9 @@ class Record:
     value: float | None = None
     label: str | None = None
     explanation: str | None = None
+    confidence: float | None = None
+    #: Scored by the labels' probabilities (``scoring="expected"``), not the label alone.
+    weighted: bool = False
     error: str | None = None
     tokens: int | None = None
     cost_usd: float | None = None
@@ -81,6 +84,7 @@ class Record:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
         self.value = min(1.0, max(0.0, float(verdict.value)))
         self.label, self.explanation = verdict.label, verdict.explanation
+        self.confidence = verdict.confidence
         self.fields = self.answer = None
 
     def fail(self, error: str | None) -> None:
@@ -130,20 +134,27 @@ class Prepared:
         return sum(r.weight for r in self.records if r.error)
 
     def judge_answer(
-        self, record: Record, answer: Mapping[str, Any], vectors: list[np.ndarray] | None = None
+        self,
+        record: Record,
+        answer: Mapping[str, Any],
+        vectors: list[np.ndarray] | None = None,
+        probabilities: Mapping[str, float] | None = None,
     ) -> None:
         """Settle ``record`` with the evaluator's reading of an LLM judge's answer (and of
-        the embeddings it needed), or with why the answer could not be read."""
+        the embeddings it needed, and the labels' probabilities), or with why the answer
+        could not be read."""
         assert record.fields is not None, "a settled record is not judged again"
         try:
             verdict = self.evaluator.verdict(record.fields, answer, vectors or None)
+            weighed = self.evaluator.weigh(verdict, probabilities)
         except RecordError as exc:
             record.fail(str(exc))
         except (KeyError, ValueError, TypeError) as exc:
             detail = f"{type(exc).__name__}: {one_line(str(exc), 120)}"
             record.fail(f"could not read the judge's answer: {detail}")
         else:
-            record.settle(verdict)
+            record.settle(weighed)
+            record.weighted = weighed is not verdict and self.evaluator.scoring == "expected"
 
 
 async def prepare(

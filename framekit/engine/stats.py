@@ -39,6 +39,11 @@ class RunStats:
     batches: list[str] = field(default_factory=list)
     #: The judge transports the run's calls went through ("http", "litellm").
     transports: list[str] = field(default_factory=list)
+    #: Per evaluator: where its confidences came from (``method``: "logprobs",
+    #: "calibrated offline", "self-consistency k=N", or ``None``), how many scored rows
+    #: have one, its ``scoring``, and with ``scoring="expected"`` the rows that had to be
+    #: scored by their label (no probabilities); see :mod:`framekit.engine.confidence`.
+    confidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
     #: The run record: version, time, input, judge, evaluators, mapping, counts, cost
@@ -60,6 +65,9 @@ class RunStats:
             line += f" (via {', '.join(self.transports)})"
         if self.batch_requests:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
+        said = describe_confidence(self.confidence)
+        if said:
+            line += f"\nframekit: {said}"
         return self.with_hints(line)
 
     def with_hints(self, line: str) -> str:
@@ -77,6 +85,43 @@ def _evaluators(stats: RunStats) -> str:
     if n is None:
         return "evaluators"
     return f"{n} evaluator" + ("" if n == 1 else "s")
+
+
+def add_confidence(total: dict[str, dict[str, Any]], part: dict[str, dict[str, Any]]) -> None:
+    """Add the confidence figures of one slice of a run (``part``) to the run's (in place).
+
+    Examples
+    --------
+    >>> total = {}
+    >>> part = {"c": {"method": "logprobs", "scored_rows": 2, "rows_with_confidence": 1,
+    ...               "scoring": "expected", "rows_scored_by_label": 1}}
+    >>> add_confidence(total, part); add_confidence(total, part)
+    >>> total["c"]["scored_rows"], total["c"]["rows_scored_by_label"], total["c"]["method"]
+    (4, 2, 'logprobs')
+    """
+    for name, entry in part.items():
+        mine = total.setdefault(name, {"method": None, "scoring": entry.get("scoring")})
+        for key, value in entry.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                mine[key] = mine.get(key, 0) + value
+        mine["method"] = mine.get("method") or entry.get("method")
+
+
+def describe_confidence(confidence: dict[str, dict[str, Any]]) -> str | None:
+    """One line for the run's summary, e.g. ``confidence: coherence by logprobs (98 of
+    100 rows)``; ``None`` when no evaluator has a confidence or an expected score."""
+    parts = []
+    for name, entry in confidence.items():
+        method = entry.get("method")
+        fallback = entry.get("rows_scored_by_label")
+        if method is None and not fallback:
+            continue
+        text = f"{name} by {method or 'none'} ({entry['rows_with_confidence']} of "
+        text += f"{entry['scored_rows']} rows)"
+        if fallback:
+            text += f", {fallback} rows scored by label for want of probabilities"
+        parts.append(text)
+    return "confidence: " + "; ".join(parts) if parts else None
 
 
 _last_global: list[RunStats] = []

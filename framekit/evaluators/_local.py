@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from framekit._errors import RecordError
+from framekit._score import passes
 from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
+from framekit.judges.local.confidence import verdict_confidence
 
 if TYPE_CHECKING:
     from framekit.evaluators.rubric import RubricEvaluator
@@ -39,7 +41,13 @@ def _labelled(
     measure: str = "cosine",
     calibrated_on: str = "WikiQA",
 ) -> Verdict:
-    """Place ``similarity`` among the scale's cut points, on the evaluator's own labels."""
+    """Place ``similarity`` among the scale's cut points, on the evaluator's own labels.
+
+    The confidence is the calibrated probability that a person agrees with the pass or
+    fail (:func:`framekit.judges.local.confidence.verdict_confidence`, fitted on WikiQA
+    dev with its 5 % base rate): one map of the cosine serves every relevance evaluator
+    through its own pass mark.
+    """
     # The evaluator's labels worst first, so a renamed rubric keeps working by position.
     labels = sorted(ev.choices, key=lambda label: ev.choices[label])
     label = _lm().label_for(similarity, scale.cuts, labels)
@@ -48,7 +56,9 @@ def _labelled(
         f"Local similarity proxy ({method}): {measure} {similarity:.3f}; cut points {bands} "
         f"separate {' < '.join(labels)} (calibrated on {calibrated_on}); not an LLM reading."
     )
-    return Verdict(ev.choices[label], label, explanation)
+    value = ev.choices[label]
+    passed = bool(passes(value, ev.threshold, ev.direction))
+    return Verdict(value, label, explanation, verdict_confidence(similarity, passed))
 
 
 def five_level_relevance(ev: RubricEvaluator, request: np.ndarray, response: np.ndarray) -> Verdict:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from framekit._errors import InputError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
@@ -25,9 +25,15 @@ if TYPE_CHECKING:
     from framekit.engine.cache import Cache
     from framekit.engine.embeddings import EmbeddingBackend
     from framekit.judges.judge import JudgeLike
+from framekit.judges.logprobs import expected_score
 from framekit.judges.request import ChatRequest
 
 FIELDS = ("input", "output", "context", "history")
+
+#: How a verdict's score is read: the answered label's score, or the probability-weighted
+#: score over the rubric (G-Eval's), when the judge's label probabilities are known.
+Scoring = Literal["label", "expected"]
+SCORINGS = ("label", "expected")
 
 #: Field names other projects use, accepted in ``mapping=`` and ``score(...)``: Fiddler's
 #: ContextRelevance reads ``user_query`` and ``retrieved_documents``; Phoenix's templates
@@ -84,11 +90,13 @@ def pick_judge(
 
 @dataclass(frozen=True)
 class Verdict:
-    """An evaluator's reading of the judge's answer for one record."""
+    """An evaluator's reading of the judge's answer for one record; ``confidence`` is the
+    judge's probability of it (``None``: the judge gives none)."""
 
     value: float
     label: str | None
     explanation: str | None
+    confidence: float | None = None
 
 
 def snake_case(name: str) -> str:
@@ -102,6 +110,12 @@ class Evaluator(ABC):
     Subclasses declare ``required_fields`` / ``optional_fields`` and implement the two
     judge paths: :meth:`build_request` + :meth:`verdict` for an LLM judge, and
     :meth:`local_texts` + :meth:`local_verdict` for the offline judge.
+
+    ``scoring="expected"`` scores a row by the judge's probability of each rubric label
+    (sum of p(label) x score(label), as G-Eval does) where the judge reports them (token
+    logprobs, or the agreement of several samples); a row without them keeps its label's
+    score, and the run record counts those rows. The default, ``"label"``, is the
+    answered label's score.
     """
 
     required_fields: ClassVar[tuple[str, ...]] = ()
@@ -118,6 +132,7 @@ class Evaluator(ABC):
         judge: JudgeLike | None = None,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        scoring: Scoring = "label",
     ) -> None:
         self.name = name or snake_case(type(self).__name__)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
@@ -130,6 +145,9 @@ class Evaluator(ABC):
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
         self.judge = pick_judge(self.name, judge, llm, model)
+        if scoring not in SCORINGS:
+            raise InputError(f"{self.name}: scoring must be 'label' or 'expected', got {scoring!r}")
+        self.scoring: Scoring = scoring
 
     # -- fields ---------------------------------------------------------------------
     @property
@@ -189,6 +207,30 @@ class Evaluator(ABC):
     ) -> Verdict:
         """Read the judge's parsed answer (and any embeddings) into a verdict."""
 
+    def label_scores(self) -> Mapping[str, float]:
+        """Label -> score of the rubric (empty: the evaluator has no labels)."""
+        return {}
+
+    def weigh(self, verdict: Verdict, probabilities: Mapping[str, float] | None) -> Verdict:
+        """``verdict`` with the judge's confidence in it, and with the probability-weighted
+        score when ``scoring="expected"``; unchanged without probabilities of its label.
+
+        Examples
+        --------
+        >>> from framekit.evaluators import RetrievalRelevance
+        >>> ev = RetrievalRelevance(scoring="expected")
+        >>> v = ev.weigh(Verdict(1.0, "relevant", None), {"relevant": 0.8, "irrelevant": 0.2})
+        >>> v.value, v.confidence
+        (0.8, 0.8)
+        """
+        label = verdict.label
+        if not probabilities or label is None or label not in probabilities:
+            return verdict
+        value = verdict.value
+        if self.scoring == "expected":
+            value = expected_score(probabilities, self.label_scores())
+        return replace(verdict, value=value, confidence=float(probabilities[label]))
+
     # -- offline judge path ---------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         """Texts the offline judge must embed for this record."""
@@ -214,6 +256,7 @@ class Evaluator(ABC):
             direction=self.direction,
             metadata=metadata or {},
             error=error,
+            confidence=None if verdict is None else verdict.confidence,
         )
 
     async def ascore(

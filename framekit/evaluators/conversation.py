@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import RecordError
 from framekit.evaluators import _messages, _prompt
-from framekit.evaluators.base import Verdict
+from framekit.evaluators.base import Scoring, Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION
 from framekit.judges.request import ChatRequest
@@ -47,6 +47,7 @@ class ConversationEvaluator(RubricEvaluator):
         version: str = DEFAULT_VERSION,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        scoring: Scoring = "label",
     ) -> None:
         super().__init__(
             name=name,
@@ -57,6 +58,7 @@ class ConversationEvaluator(RubricEvaluator):
             version=version,
             llm=llm,
             model=model,
+            scoring=scoring,
         )
         extra = self.spec.extra
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()

@@ -13,7 +13,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
 from framekit.evaluators import _prompt
-from framekit.evaluators.base import FIELD_ALIASES, FIELDS, Evaluator, Verdict, pick_judge
+from framekit.evaluators.base import (
+    FIELD_ALIASES,
+    FIELDS,
+    Evaluator,
+    Scoring,
+    Verdict,
+    pick_judge,
+)
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest, answer_text
 
@@ -80,8 +87,11 @@ class RubricEvaluator(Evaluator):
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
         spec: TemplateSpec | None = None,
+        scoring: Scoring = "label",
     ) -> None:
-        super().__init__(name=name, threshold=threshold, judge=judge, llm=llm, model=model)
+        super().__init__(
+            name=name, threshold=threshold, judge=judge, llm=llm, model=model, scoring=scoring
+        )
         if not include_inputs and self.needs_input_reason:
             raise InputError(
                 f"{self.name}: include_inputs=False has no meaning here: {self.needs_input_reason}"
@@ -182,6 +192,9 @@ class RubricEvaluator(Evaluator):
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
 
+    def label_scores(self) -> Mapping[str, float]:
+        return self.choices
+
     def describe(self) -> str:
         asks = f"\n  asks: {self.spec.description}" if self.spec.description else ""
         return (
@@ -225,6 +238,10 @@ class ClassificationEvaluator(RubricEvaluator):
     include_inputs
         Only ``True``: a custom template already decides what it shows (leave ``{input}``
         out of it instead).
+    scoring
+        ``"label"`` (default): the answered label's score; ``"expected"``: the
+        probability-weighted score over the labels where the judge reports their
+        probabilities (see :class:`~framekit.evaluators.base.Evaluator`).
 
     Examples
     --------
@@ -258,6 +275,7 @@ class ClassificationEvaluator(RubricEvaluator):
         threshold: float | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
+        scoring: Scoring = "label",
     ) -> None:
         if isinstance(choices, str) and not isinstance(direction, str):
             # Phoenix's positional order: (name, llm, prompt_template, choices).
@@ -313,6 +331,7 @@ class ClassificationEvaluator(RubricEvaluator):
             version="custom",
             include_explanation=include_explanation,
             spec=spec,
+            scoring=scoring,
         )
         #: placeholder -> the field it shows.
         self.placeholder_fields = {ph: _field_of(ph) for ph in names}

@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats
+from framekit.engine.stats import RunStats, add_confidence
 from framekit.evaluators.base import Evaluator
 
 
@@ -60,6 +60,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "hints",
             "transports",
             "provenance",
+            "confidence",
         ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
@@ -67,6 +68,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
         total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+    add_confidence(total.confidence, part.confidence)
     total.first_error = total.first_error or part.first_error
     total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.

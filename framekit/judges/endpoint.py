@@ -83,6 +83,9 @@ class Decoding:
     max_tokens: int = 1024
     #: Other request parameters (``seed``, ``top_p``, ``extra_body``...).
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: Answers asked per request (self-consistency: the majority label stands, the share
+    #: of samples that agree with it is its confidence); 1 asks once.
+    samples: int = 1
 
 
 def split_kwargs(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -35,10 +35,11 @@ from framekit.judges.faults import (
     refused_by_client,
     retry_after_from,
 )
+from framekit.judges.logprobs import logprobs_content
 from framekit.judges.pricing import Price, price_per_token
 from framekit.judges.providers import PROVIDERS, Provider, first_set, openai_speaker
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
-from framekit.judges.transport import RawReply, TransportName, keep_headers
+from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, TransportName, keep_headers
 
 # The OpenAI SDK's names for each status, so a row's error reads the same on both
 # transports ("BadRequestError: ...").
@@ -85,6 +86,9 @@ class HttpTransport:
         ] = weakref.WeakKeyDictionary()
         self._price: Price | None = None
         self._priced = False
+        #: Set when the endpoint answered 400 to a request for logprobs (some reasoning
+        #: models and servers refuse them): the rest of its calls go without.
+        self.logprobs_refused = False
 
     def _resolve(self) -> None:
         """URL and key from the endpoint, else the provider's variables (read again when
@@ -153,9 +157,22 @@ class HttpTransport:
     def close(self) -> None:
         """Nothing outlives a run but idle pools, which :meth:`release` closes."""
 
+    def asks_logprobs(self, request: ChatRequest) -> bool:
+        """Whether a call for ``request`` asks for token logprobs: a rubric answer (the
+        label's probabilities are read from them), unless the user's own ``logprobs=``
+        decides, the endpoint refused them, or the judge votes over samples instead."""
+        return (
+            bool(request.choices)
+            and self.decoding.samples == 1
+            and "logprobs" not in self.decoding.params
+            and not self.logprobs_refused
+        )
+
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
         params = self.decoding.params
         body: dict[str, Any] = {k: v for k, v in params.items() if k not in _LITELLM_ONLY}
+        if self.asks_logprobs(request):
+            body.update(LOGPROBS_REQUEST)
         extra = params.get("extra_body")
         if isinstance(extra, dict):  # litellm's way to pass provider-specific fields
             body.update(extra)
@@ -190,6 +207,10 @@ class HttpTransport:
         except Exception as exc:
             return exception_fault(exc, self.secrets)
         latency = time.perf_counter() - started
+        if status == 400 and self.asks_logprobs(request) and b"logprobs" in payload.lower():
+            # The endpoint does not give logprobs: ask again without, and from now on.
+            self.logprobs_refused = True
+            return await self.call(request, messages, mode)
         if status != 200:
             return self._status_fault(status, headers, payload)
         return self._reply(payload, headers, latency)
@@ -224,6 +245,7 @@ class HttpTransport:
             cost_usd=price.cost(prompt, completion) if price is not None else None,
             latency_s=latency,
             headers=headers,
+            logprobs=logprobs_content(data),
         )
 
     def _status_fault(self, status: int, headers: dict[str, str], payload: bytes) -> Fault:

@@ -80,6 +80,11 @@ class Judge:
         Retries of one request after 429, 5xx, timeouts and connection errors.
     temperature, max_tokens
         Decoding parameters (part of the cache key).
+    samples
+        Self-consistency for judges that report no token logprobs (Anthropic's, say):
+        each request is asked ``samples`` times at ``temperature`` (which must then be
+        above 0), each answer cached on its own; the majority label stands and the share
+        of samples that agree with it is the row's confidence. 1 (default) asks once.
     context_window
         The model's context window in tokens, for a model litellm does not know (e.g.
         self-hosted): a record longer than it allows is cut to fit, with a note in its
@@ -149,6 +154,7 @@ class Judge:
         batch_timeout: float = 24.0,
         batch_poll: float = 1.0,
         transport: str = "auto",
+        samples: int = 1,
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -167,6 +173,7 @@ class Judge:
             raise InputError(f"batch_followup must be 'batch' or 'direct', got {batch_followup!r}")
         if batch_timeout <= 0 or batch_poll <= 0:
             raise InputError("batch_timeout and batch_poll must be positive")
+        _check_samples(samples, temperature, batch)
         routing, params = split_kwargs(litellm_kwargs)
         endpoint = Endpoint(
             model,
@@ -187,7 +194,7 @@ class Judge:
             _Values(
                 endpoint,
                 Limits(int(concurrency), rpm, tpm, float(timeout), int(max_retries)),
-                Decoding(temperature, max_tokens, params),
+                Decoding(temperature, max_tokens, params, samples),
                 context_window,
                 processes,
                 bool(batch),
@@ -257,6 +264,11 @@ class Judge:
     @property
     def temperature(self) -> float:
         return self.decoding.temperature
+
+    @property
+    def samples(self) -> int:
+        """Answers asked per request (``samples=``; 1: one)."""
+        return self.decoding.samples
 
     @property
     def max_tokens(self) -> int:
@@ -340,6 +352,8 @@ class Judge:
             "max_tokens": self.max_tokens,
             "params": dict(sorted(self.decoding.params.items())),
         }
+        if self.decoding.samples > 1:  # a sampled judge's answers are its samples' majority
+            ident["samples"] = self.decoding.samples
         endpoint = self.endpoint.identity()
         if endpoint is not None:
             ident["endpoint"] = endpoint
@@ -412,6 +426,22 @@ class _Values:
     batch: bool
     batching: Batching
     transport: TransportName
+
+
+def _check_samples(samples: Any, temperature: float, batch: bool) -> None:
+    """Raise :class:`InputError` for a ``samples=`` that cannot give a confidence."""
+    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 1:
+        raise InputError(f"samples must be an integer >= 1, got {samples!r}")
+    if samples > 1 and not temperature > 0:
+        raise InputError(
+            f"samples={samples} at temperature={temperature} would agree by construction: "
+            "give a temperature above 0 (e.g. temperature=0.7) so that the samples can differ"
+        )
+    if samples > 1 and batch:
+        raise InputError(
+            "samples > 1 is not supported with batch=True yet: send the samples directly "
+            "(batch=False), or score in batch mode without a confidence"
+        )
 
 
 def _restore(values: _Values) -> Judge:

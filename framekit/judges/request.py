@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import ParseFailure, one_line
+from framekit.judges.logprobs import label_probabilities
 
 Mode = Literal["json_schema", "tool", "prompt"]
 
@@ -105,11 +106,17 @@ def build_call_kwargs(
 
 @dataclass(frozen=True)
 class Reading:
-    """What one reply came to: the answer, the turns that ask again, or the row's error."""
+    """What one reply came to: the answer, the turns that ask again, or the row's error.
+
+    ``probabilities`` maps every rubric label to the judge's probability of it, read from
+    the reply's token logprobs (``None``: none were sent, or the label was not found
+    among them).
+    """
 
     answer: dict[str, Any] | None = None
     reask: list[dict[str, Any]] | None = None
     error: str | None = None
+    probabilities: dict[str, float] | None = None
 
 
 def read_reply(
@@ -118,18 +125,22 @@ def read_reply(
     request: ChatRequest,
     reasks: int,
     secrets: Sequence[str],
+    logprobs: Sequence[Any] | None = None,
 ) -> Reading:
     """Read one reply to ``request`` after ``reasks`` re-asks so far.
 
     The text is redacted first (an endpoint may echo credentials into its answer, which
     must reach neither the cache nor the output nor a re-ask). An unreadable answer or an
     out-of-rubric label is re-asked (the reply and a correction, to be appended to the
-    conversation) up to :data:`MAX_REASKS` times; a refusal never is.
+    conversation) up to :data:`MAX_REASKS` times; a refusal never is. ``logprobs`` (the
+    reply's ``choices[0].logprobs.content``) give the rubric labels' probabilities; only
+    those probabilities are kept, never the tokens.
     """
     text = _secrets.redact(text, secrets) if text else text
     refusal = _secrets.redact(refusal, secrets) if refusal else None
     try:
-        return Reading(answer=parse_answer(text, refusal, request))
+        answer = parse_answer(text, refusal, request)
+        return Reading(answer=answer, probabilities=answer_probabilities(answer, request, logprobs))
     except ParseFailure as failure:
         if failure.kind != "refusal" and reasks < MAX_REASKS:
             return Reading(
@@ -140,6 +151,23 @@ def read_reply(
             )
         suffix = f" (after {reasks} re-asks)" if reasks else ""
         return Reading(error=_secrets.redact(str(failure) + suffix, secrets))
+
+
+def answer_probabilities(
+    answer: Mapping[str, Any], request: ChatRequest, logprobs: Sequence[Any] | None
+) -> dict[str, float] | None:
+    """The rubric labels' probabilities behind ``answer``, from the reply's token
+    logprobs; ``None`` when there are none to read (nothing is guessed)."""
+    field = request.label_field
+    if not logprobs or not field or not request.choices:
+        return None
+    try:
+        found = label_probabilities(
+            logprobs, request.choices, field=field, answered=str(answer.get(field))
+        )
+    except (TypeError, ValueError, KeyError, AttributeError):  # tokens of an odd shape
+        return None
+    return None if found is None else dict(found.probabilities)
 
 
 _DECODER = json.JSONDecoder()

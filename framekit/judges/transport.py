@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from framekit._errors import InputError
 from framekit.judges.faults import Fault
@@ -21,6 +21,10 @@ from framekit.judges.providers import openai_speaker
 from framekit.judges.request import ChatRequest, Mode
 
 TransportName = Literal["http", "litellm"]
+
+#: What a transport asks of an endpoint that reports token log-probabilities: at least ten
+#: alternatives per token, so the rubric's other labels are among them (OpenAI allows 20).
+LOGPROBS_REQUEST: dict[str, Any] = {"logprobs": True, "top_logprobs": 10}
 
 #: Response headers a transport keeps (lower-case prefixes): those pacing reads.
 KEPT_HEADERS = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after")
@@ -31,7 +35,10 @@ class RawReply:
     """What one call returned, before parsing.
 
     ``headers`` holds the answer's rate-limit headers (lower-case names; see
-    :data:`KEPT_HEADERS`), read by the pacing.
+    :data:`KEPT_HEADERS`), read by the pacing. ``logprobs`` is the answer's
+    ``choices[0].logprobs.content`` as JSON dicts (``None``: the endpoint sent none), read
+    into label probabilities (:mod:`framekit.judges.logprobs`) and then dropped: the tokens
+    are never cached.
     """
 
     text: str | None
@@ -41,6 +48,7 @@ class RawReply:
     cost_usd: float | None
     latency_s: float
     headers: Mapping[str, str] = field(default_factory=dict)
+    logprobs: list[dict[str, Any]] | None = None
 
     @property
     def tokens(self) -> int:

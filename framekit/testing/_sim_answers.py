@@ -330,6 +330,7 @@ def chat_completion(
     created: int,
     template: str | None = None,
     noisy: _sim_logprobs.NoisyJudge | None = None,
+    draw: float | None = None,
 ) -> dict[str, Any]:
     """The OpenAI ``chat.completion`` object answering ``body``.
 
@@ -338,7 +339,9 @@ def chat_completion(
     ``template`` (``SimulatorConfig.reply_template``) wraps a text answer: its
     ``{answer}`` is replaced by the answer's JSON. ``noisy`` (the request model's
     ``SimulatorConfig.noisy_judges`` entry) picks the label; with ``logprobs: true`` the
-    answer carries ``logprobs.content`` (see ``_sim_logprobs``).
+    answer carries ``logprobs.content`` (see ``_sim_logprobs``). ``draw`` (a uniform number,
+    ``SimulatorConfig.sample_at_temperature``) samples the label from its distribution, as
+    a model decoding at temperature > 0 would, instead of answering the likeliest.
     Raises ``ValueError`` for a request without a ``messages`` list, or asking for
     ``top_logprobs`` outside 0..20 or without ``logprobs``.
     """
@@ -357,6 +360,9 @@ def chat_completion(
             model = str(body.get("model") or "")
             verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
             value.update(props)
+            if draw is not None and verdict is not None and verdict.probabilities:
+                verdict = _sim_logprobs.sampled(verdict, draw)
+                value[verdict.field] = verdict.label
         text = json.dumps(value)
     elif props or json_mode or tool_name is not None:
         text = json.dumps(props)

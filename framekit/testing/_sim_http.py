@@ -8,7 +8,7 @@ only frames bytes. Everything runs on one event loop, so the state needs no lock
 other threads reach it through ``loop.call_soon_threadsafe`` (see ``simulator.py``).
 
 Order of checks for an API request: parse -> record -> API key (401) -> storm ->
-rpm bucket (429) -> [chat only: reject_response_format (400) -> marker fault ->
+rpm bucket (429) -> [chat only: reject_response_format, reject_logprobs (400) -> marker fault ->
 random fault] -> latency -> reply.
 """
 
@@ -163,6 +163,16 @@ class SimApp:
             self.completion_tokens += reply.tokens[1]
         elif reply.mode != "drop":
             self.abandoned += 1
+
+    def _sampling_draw(self, payload: dict[str, Any]) -> float | None:
+        """A uniform draw that samples the label, for a request at temperature > 0 when
+        ``sample_at_temperature`` is set (seeded: a run's draws repeat after reset)."""
+        if not self.config.sample_at_temperature:
+            return None
+        temperature = payload.get("temperature")
+        if not isinstance(temperature, (int, float)) or temperature <= 0:
+            return None
+        return self.rng.random()
 
     def _fault(self, name: str) -> None:
         self.faults[name] = self.faults.get(name, 0) + 1
@@ -335,6 +345,11 @@ class SimApp:
                 400, error_body(400, message, param="response_format"), delay=self._latency()
             )
 
+        if cfg.reject_logprobs and payload.get("logprobs"):
+            self._fault("logprobs")
+            message = "logprobs are not supported with this model."
+            return Reply(400, error_body(400, message, param="logprobs"), delay=self._latency())
+
         markers = answers.parse_markers(messages)
         fault = self.marker_fault(markers, payload)
         if fault is None and cfg.any_rate:
@@ -366,6 +381,7 @@ class SimApp:
             int(time.time()),
             template=cfg.reply_template,
             noisy=cfg.noisy_judge(payload.get("model")),
+            draw=self._sampling_draw(payload),
         )
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"

@@ -176,6 +176,26 @@ def noisy_verdict(
     return label, label_distribution(labels, label, confidence), right
 
 
+def sampled(verdict: Verdict, draw: float) -> Verdict:
+    """The verdict with its label drawn from its probabilities by the uniform ``draw``
+    (labels in order, each taking its share of [0, 1)); the probabilities stay the
+    model's, so the logprobs then report a label that was not the likeliest.
+
+    Examples
+    --------
+    >>> v = Verdict("label", "yes", {"yes": 0.7, "no": 0.3})
+    >>> sampled(v, 0.5).label, sampled(v, 0.8).label
+    ('yes', 'no')
+    """
+    assert verdict.probabilities is not None
+    total = 0.0
+    for label, p in verdict.probabilities.items():
+        total += p
+        if draw < total:
+            return Verdict(verdict.field, label, verdict.probabilities)
+    return Verdict(verdict.field, list(verdict.probabilities)[-1], verdict.probabilities)
+
+
 def _label_property(schema: Mapping[str, Any]) -> tuple[str, list[str]] | None:
     for name, sub in (schema.get("properties") or {}).items():
         enum = sub.get("enum") if isinstance(sub, Mapping) else None

@@ -108,6 +108,14 @@ null_content_rate, refusal_rate : float
     reject_response_format : bool
         If True, chat requests with ``response_format.type == "json_schema"`` get 400
         (``param: "response_format"``), so clients fall back to tool calls.
+    reject_logprobs : bool
+        If True, chat requests asking for ``logprobs`` get 400 (``param: "logprobs"``), as
+        OpenAI's reasoning models answer: clients must ask again without them.
+    sample_at_temperature : bool
+        If True, a chat request at ``temperature`` > 0 gets a label drawn from its
+        distribution (the one its logprobs report) rather than the likeliest, as a model
+        sampling would: asked several times, it may disagree with itself (batch lines and
+        requests at temperature 0 are unchanged).
     echo_headers : {None, "error", "error_500", "answer"}
         Echo the request line and headers (the key among them) in a 400 or 500 error
         body, or inside the answer's explanation (see ``_sim_echo``).
@@ -159,6 +167,8 @@ null_content_rate, refusal_rate : float
     trickle_seconds: float = 0.0
     require_api_key: str | None = None
     reject_response_format: bool = False
+    reject_logprobs: bool = False
+    sample_at_temperature: bool = False
     echo_headers: str | None = None
     reply_template: str | None = None
     embedding_dimensions: int = 256

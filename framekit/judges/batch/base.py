@@ -67,6 +67,8 @@ class LineResult:
     retryable: bool = True
     #: The endpoint rejected the structured-output mode (``response_format``).
     mode_rejected: bool = False
+    #: The answer's ``choices[0].logprobs.content`` (``None``: the batch API gave none).
+    logprobs: list[Any] | None = None
 
 
 @dataclass
@@ -96,6 +98,11 @@ class BatchClient:
         self._session: aiohttp.ClientSession | None = None
 
     # -- spool lines --------------------------------------------------------------------
+    def logprobs_request(self) -> dict[str, Any]:
+        """What a line asks for to get token logprobs back (empty: this batch API has
+        none, as Anthropic's; or the judge's own ``logprobs=`` decides)."""
+        return {}
+
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         """One request as a spool line (ending in a newline)."""
         raise NotImplementedError

@@ -12,6 +12,8 @@ import aiohttp
 
 from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
+from framekit.judges.logprobs import logprobs_content
+from framekit.judges.transport import LOGPROBS_REQUEST
 
 CHAT_URL = "/v1/chat/completions"
 #: Line errors that asking again can fix.
@@ -28,6 +30,9 @@ class OpenAIBatchClient(BatchClient):
 
     def _headers(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def logprobs_request(self) -> dict[str, Any]:
+        return {} if "logprobs" in self.params else dict(LOGPROBS_REQUEST)
 
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         body = {**self.params, "model": self.model, **call, "messages": messages}
@@ -131,4 +136,5 @@ def read_line(line: bytes) -> LineResult:
         refusal=message.get("refusal"),
         prompt_tokens=int(usage.get("prompt_tokens") or 0),
         completion_tokens=int(usage.get("completion_tokens") or 0),
+        logprobs=logprobs_content(body),
     )

@@ -12,6 +12,7 @@ connection), ``Timeout``, ``AuthenticationError`` and ``BadRequestError`` subcla
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 import time
 from typing import Any
@@ -29,14 +30,47 @@ from framekit.judges.faults import (
 )
 from framekit.judges.litellm import header, litellm_module, response_cost
 from framekit.judges.litellm.model_names import not_routed
-from framekit.judges.transport import RawReply, keep_headers
+from framekit.judges.logprobs import logprobs_content
+from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, keep_headers
 
-__all__ = ["call_litellm", "classify"]
+__all__ = ["WANTS_LOGPROBS", "call_litellm", "classify", "takes_logprobs"]
+
+#: A key of a call's keyword arguments that is never sent: ``True`` asks for token
+#: logprobs when the model's provider takes them (decided where litellm is imported).
+WANTS_LOGPROBS = "framekit_logprobs"
+
+
+@functools.lru_cache(maxsize=256)
+def takes_logprobs(model: str, custom_llm_provider: str | None = None) -> bool:
+    """Whether litellm sends ``logprobs``/``top_logprobs`` for ``model``: its provider
+    lists them among its supported OpenAI parameters (OpenAI, vLLM, Groq... do;
+    Anthropic, Bedrock's Claude, Gemini do not, and asking would raise)."""
+    lm = litellm_module()
+    try:
+        name, provider, _, _ = lm.get_llm_provider(model, custom_llm_provider=custom_llm_provider)
+        supported = lm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:  # a model litellm cannot place: do not ask for what may be refused
+        return False
+    return bool(supported) and {"logprobs", "top_logprobs"} <= set(supported)
+
+
+def _token_dicts(response: Any) -> list[dict[str, Any]] | None:
+    """The reply's token logprobs as plain dicts (they cross process boundaries)."""
+    content = logprobs_content(response)
+    if not content:
+        return None
+    return [e.model_dump() if hasattr(e, "model_dump") else dict(e) for e in content]
 
 
 async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
     """One ``litellm.acompletion`` call, reduced to what the engine reads from it."""
     lm = litellm_module()
+    if WANTS_LOGPROBS in call:
+        call = dict(call)
+        wanted = call.pop(WANTS_LOGPROBS)
+        provider = params.get("custom_llm_provider")
+        if wanted and takes_logprobs(str(params["model"]), provider):
+            call.update(LOGPROBS_REQUEST)
     started = time.perf_counter()
     response = await lm.acompletion(**params, **call)
     latency = time.perf_counter() - started
@@ -56,6 +90,7 @@ async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply
         cost_usd=response_cost(response),
         latency_s=latency,
         headers=keep_headers(headers) if isinstance(headers, dict) else {},
+        logprobs=_token_dicts(response),
     )
 
 

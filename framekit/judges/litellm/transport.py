@@ -17,7 +17,7 @@ from framekit._errors import FaultRaised, JudgeError
 from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
 from framekit.judges.litellm import litellm_module
-from framekit.judges.litellm.call import call_litellm, classify
+from framekit.judges.litellm.call import WANTS_LOGPROBS, call_litellm, classify
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
 from framekit.judges.transport import RawReply, TransportName
 
@@ -41,6 +41,8 @@ class LitellmTransport:
         self._stop_pool: weakref.finalize[Any, Any] | None = None
         self._pool_lock = threading.Lock()
         self._secrets = list(endpoint.secrets())
+        #: Set when the endpoint refused a request for logprobs: its later calls go without.
+        self.logprobs_refused = False
 
     def params(self) -> dict[str, Any]:
         """Everything ``litellm.acompletion`` gets besides the messages and the answer
@@ -88,6 +90,28 @@ class LitellmTransport:
     ) -> RawReply | Fault:
         params = self.params()
         call = build_call_kwargs(request, messages, mode)
+        asks = (
+            bool(request.choices)
+            and self.decoding.samples == 1  # a sampled judge's confidence is its vote
+            and "logprobs" not in params
+            and not self.logprobs_refused
+        )
+        if asks:
+            call[WANTS_LOGPROBS] = True  # if the provider takes them (see takes_logprobs)
+        result = await self._call(params, call)
+        if (
+            asks
+            and isinstance(result, Fault)
+            and result.kind in ("fatal", "mode")
+            and "logprobs" in result.reason.lower()
+        ):
+            # A model of a provider that takes logprobs refused them (a reasoning model):
+            # ask again without, and from now on.
+            self.logprobs_refused = True
+            return await self.call(request, messages, mode)
+        return result
+
+    async def _call(self, params: dict[str, Any], call: dict[str, Any]) -> RawReply | Fault:
         try:
             # litellm's timeout bounds each read, not the whole answer: a server that
             # trickles its reply byte by byte would hold the call far longer.
