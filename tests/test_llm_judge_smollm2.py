@@ -81,7 +81,7 @@ def server(smollm2_server: LlamaServer) -> LlamaServer:
 
 
 def test_real_logprobs_give_each_rubric_label_a_probability_summing_to_one(server, tmp_path):
-    judge = server.judge(logprobs=True, top_logprobs=10, max_tokens=40)
+    judge = server.judge(max_tokens=40)
     chosen = evaluators(judge)
     scored = fk.evaluate_dataframe(RECORDS, chosen, MAPPING, cache=str(tmp_path))
 
@@ -107,9 +107,9 @@ def test_real_logprobs_give_each_rubric_label_a_probability_summing_to_one(serve
         assert math.isclose(sum(found.probabilities.values()), 1.0, abs_tol=1e-9)
         assert 0.0 <= found.confidence <= 1.0
         assert found.confidence == found.probabilities[answered]
-        confidence_column = f"{name}_confidence"
-        if confidence_column in scored.columns:
-            assert scored[confidence_column][row] == pytest.approx(found.confidence)
+        # framekit asked for the logprobs itself, and its confidence column is this one.
+        assert exchange["request"]["logprobs"] is True
+        assert scored[f"{name}_confidence"][row] == pytest.approx(found.confidence)
         seen.add((name, row))
     assert seen == {(ev.name, row) for ev in chosen for row in range(len(RECORDS))}
 
@@ -130,7 +130,7 @@ def test_a_cascade_escalates_only_rows_the_offline_judge_is_unsure_of(server, tm
     threshold = (ordered[0] + ordered[1]) / 2
     unsure = [i for i, c in enumerate(confidence) if c < threshold]
 
-    smol = server.judge(logprobs=True, top_logprobs=10, max_tokens=40)
+    smol = server.judge(max_tokens=40)
     cascade = Cascade(["local", smol], escalate_below=[threshold])
     evaluator = short(RetrievalRelevance(judge=cascade))
     scored = fk.evaluate_dataframe(
