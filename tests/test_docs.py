@@ -27,7 +27,7 @@ def sandbox_template(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def simulator():
-    sim = SimulatorProcess().start()
+    sim = SimulatorProcess(startup_timeout=60).start()  # a busy machine starts it slowly
     yield sim
     sim.stop()
 
