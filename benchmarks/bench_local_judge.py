@@ -125,7 +125,7 @@ def throughput(texts: list[str]) -> dict[str, Any]:
         "warm_texts_per_s": round(max(warm), 1),
         "warm_texts_per_s_all": [round(w, 1) for w in warm],
         "cpu_texts_per_s": round(max(cpu), 1),
-        "batch_size": embedder.batch_size,
+        "batch_tokens": embedder.batch_tokens,
         "threads": embedder.threads,
     }
 

