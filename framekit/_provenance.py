@@ -75,6 +75,24 @@ def _judge(judge: Any) -> dict[str, Any]:
     return entry
 
 
+def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:
+    entry = {
+        "name": ev.name,
+        "template": ev.cache_namespace(),
+        "threshold": ev.threshold,
+        "direction": ev.direction,
+        **({"labels": _remember_rubric(ev)} if _choices(ev) else {}),
+        "scoring": getattr(ev, "scoring", "label"),
+        # Where the row confidences came from and how many rows have one.
+        "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
+    }
+    # The offline judge says what scored it: an embedding proxy or the likelihood scorer.
+    method = getattr(judge, "method", None)
+    if callable(method):
+        entry["method"] = method(ev)
+    return entry
+
+
 def build(
     evaluators: Sequence[Any],
     judges: Sequence[Any],
@@ -116,28 +134,51 @@ def build(
         "created_utc": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": source,
         "judges": judge_entries,
-        "evaluators": [
-            {
-                "name": ev.name,
-                "template": ev.cache_namespace(),
-                "threshold": ev.threshold,
-                "direction": ev.direction,
-                "scoring": getattr(ev, "scoring", "label"),
-                # Where the row confidences came from and how many rows have one.
-                "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
-            }
-            for ev in evaluators
-        ],
+        "evaluators": [_evaluator(ev, judge, stats) for ev, judge in zip(evaluators, judges)],
         "mapping": _mapping(mapping),
         # Which transports the calls went through ("http", "litellm"), where recorded.
         "transports": list(getattr(stats, "transports", None) or []),
         "counts": counts,
         "cost_usd": stats.cost_usd,
     }
+    stages = getattr(stats, "stages", None)
+    if stages:  # a cascade: what each stage decided, sent and cost
+        record["cascade"] = stages
     secrets = [*_secrets.registered(), *_secrets.env_secrets()]
     plain = json.loads(json.dumps(record, default=str))
     redacted: dict[str, Any] = _secrets.redact_value(plain, secrets)
     return redacted
+
+
+#: Evaluator name -> its rubric (label -> score), as the latest run in this process used
+#: it: what ``fk.agreement`` reads a label on when the judge never chose that label.
+_RUBRICS: dict[str, dict[str, float]] = {}
+
+
+def _choices(evaluator: Any) -> dict[str, float] | None:
+    choices = getattr(evaluator, "choices", None)
+    return {str(k): float(v) for k, v in choices.items()} if isinstance(choices, dict) else None
+
+
+def _remember_rubric(evaluator: Any) -> dict[str, float]:
+    choices = _choices(evaluator) or {}
+    _RUBRICS[evaluator.name] = choices
+    return choices
+
+
+def known_rubric(name: str, record: dict[str, Any] | None = None) -> dict[str, float] | None:
+    """The labels and scores of evaluator ``name``'s rubric: from ``record`` (a run
+    record) when it has them, else from the latest run of this process, else ``None``.
+
+    Examples
+    --------
+    >>> known_rubric("no such evaluator") is None
+    True
+    """
+    for ev in (record or {}).get("evaluators") or []:
+        if ev.get("name") == name and isinstance(ev.get("labels"), dict):
+            return {str(k): float(v) for k, v in ev["labels"].items()}
+    return _RUBRICS.get(name)
 
 
 def _confidence_text(evaluator: Mapping[str, Any]) -> str:
@@ -220,7 +261,9 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
             (
                 "evaluator",
                 f"{ev.get('name')}: {ev.get('template')}, threshold {ev.get('threshold')}"
-                f" ({ev.get('direction')})" + _confidence_text(ev),
+                f" ({ev.get('direction')})"
+                + _confidence_text(ev)
+                + (f", scored by {ev['method']}" if ev.get("method") else ""),
             )
         )
     if record.get("mapping"):

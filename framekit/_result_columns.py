@@ -5,8 +5,11 @@ Per evaluator ``<name>``: ``<name>_score`` (Float64, null on failure), ``_label`
 ``_explanation`` (String), ``_passed`` (Boolean), ``_confidence`` (Float64 in [0, 1], null
 when the judge gives none), ``_error`` (String, always last); with
 ``details=True`` also ``_tokens`` (Int64), ``_cost_usd`` (Float64), ``_cached``
-(Boolean), ``_latency_s`` (Float64). An evaluator is recognised in a scored frame by
-``<name>_score`` next to ``<name>_error``. This module is the only place those names and
+(Boolean), ``_latency_s`` (Float64), ``_judge`` (String: the model whose verdict stands,
+which for a cascade names the stage that decided), and for an evaluator whose verdicts
+carry findings (``has_details``: Groundedness, ContextRecall) ``_details`` (String, JSON).
+An evaluator is recognised in a scored frame by ``<name>_score`` next to ``<name>_error``.
+This module is the only place those names and
 dtypes are written down: the frame layer builds columns from it, ``io`` checks clashes
 with it, and the analysis and the command line parse scored frames with it.
 """
@@ -35,7 +38,11 @@ DETAIL_COLUMNS: dict[str, pl.DataType] = {
     "cost_usd": pl.Float64(),
     "cached": pl.Boolean(),
     "latency_s": pl.Float64(),
+    "judge": pl.String(),
 }
+#: The column ``details=True`` adds for an evaluator with ``has_details``: its verdict's
+#: findings as JSON text (Groundedness's claim list).
+FINDINGS_COLUMNS: dict[str, pl.DataType] = {"details": pl.String()}
 
 
 def column(name: str, kind: str) -> str:
@@ -47,6 +54,13 @@ def _name_of(evaluator: Any) -> str:
     return evaluator if isinstance(evaluator, str) else str(evaluator.name)
 
 
+def _kinds(evaluator: Any, details: bool) -> dict[str, pl.DataType]:
+    if not details:
+        return RESULT_COLUMNS
+    findings = FINDINGS_COLUMNS if getattr(evaluator, "has_details", False) else {}
+    return {**RESULT_COLUMNS, **DETAIL_COLUMNS, **findings}
+
+
 def result_columns(evaluators: Iterable[Any], details: bool = False) -> list[str]:
     """Names of the columns appended for ``evaluators`` (names or objects with ``.name``).
 
@@ -55,14 +69,16 @@ def result_columns(evaluators: Iterable[Any], details: bool = False) -> list[str
     >>> result_columns(["coherence"])
     ['coherence_score', 'coherence_label', 'coherence_explanation', 'coherence_passed', 'coherence_confidence', 'coherence_error']
     """
-    kinds = list(RESULT_COLUMNS) + (list(DETAIL_COLUMNS) if details else [])
-    return [column(_name_of(ev), kind) for ev in evaluators for kind in kinds]
+    return [column(_name_of(ev), kind) for ev in evaluators for kind in _kinds(ev, details)]
 
 
 def result_schema(evaluators: Iterable[Any], details: bool = False) -> dict[str, pl.DataType]:
     """Column name -> dtype of the appended columns, in order."""
-    kinds = {**RESULT_COLUMNS, **(DETAIL_COLUMNS if details else {})}
-    return {column(_name_of(ev), k): dtype for ev in evaluators for k, dtype in kinds.items()}
+    return {
+        column(_name_of(ev), k): dtype
+        for ev in evaluators
+        for k, dtype in _kinds(ev, details).items()
+    }
 
 
 def evaluator_names(columns: Sequence[str]) -> list[str]:
@@ -128,6 +144,8 @@ _READABLE: dict[str, tuple[Any, str]] = {
     "cost_usd": (lambda t: t.is_numeric(), "a number (Float64)"),
     "cached": (lambda t: t == pl.Boolean, "Boolean"),
     "latency_s": (lambda t: t.is_numeric(), "a number (Float64)"),
+    "details": (lambda t: t == pl.String, _TEXT),
+    "judge": (lambda t: t in (pl.String, pl.Categorical), _TEXT),
 }
 
 
@@ -144,7 +162,7 @@ def check_dtypes(
     >>> check_dtypes({"c_score": pl.String()}, ["c"], ["score"])
     Traceback (most recent call last):
     ...
-    framekit._errors.InputError: column 'c_score' holds String, but framekit's _score columns hold a number (Float64): convert it, or score the file again
+    framekit.InputError: column 'c_score' holds String, but framekit's _score columns hold a number (Float64): convert it, or score the file again
     """
     kinds = list(kinds)
     for name in names:
@@ -163,6 +181,7 @@ def check_dtypes(
 
 __all__ = [
     "DETAIL_COLUMNS",
+    "FINDINGS_COLUMNS",
     "RESULT_COLUMNS",
     "SUMMARY_KINDS",
     "check_dtypes",

@@ -1,7 +1,7 @@
 """``framekit demo``: score the bundled sample with every built-in evaluator, offline.
 
 The sample (``framekit.data.load_sample()``) is 200 answers of a small RAG application
-under two retrieval strategies. The demo scores it with the five built-in evaluators on
+under two retrieval strategies. The demo scores it with the seven built-in evaluators on
 the offline local judge (or on ``$FRAMEKIT_JUDGE`` through litellm when that is set),
 prints a summary per evaluator and per strategy, and writes ``scored.parquet`` and two
 PNG charts into the output directory. Answers and embeddings are cached, so a second run
@@ -32,6 +32,7 @@ DEMO_MAPPING = {
     "output": "answer",
     "context": "documents",
     "history": "history",
+    "reference": "reference",
 }
 
 
@@ -56,6 +57,7 @@ def run_demo(
     cache: Cache | str | bool | None = None,
     evaluators: list[Evaluator] | None = None,
     echo: bool = True,
+    likelihood: bool = False,
 ) -> DemoResult:
     """Score the bundled sample and write ``scored.parquet`` and charts to ``out_dir``.
 
@@ -72,6 +74,10 @@ def run_demo(
         embeds its questions offline, even with an LLM judge).
     echo
         Print progress, the summaries and the paths written.
+    likelihood
+        On the offline judge, read Groundedness, ContextRecall and Coherence with the
+        ``lm`` extra's likelihood scorer (``framekit demo --lm``): minutes instead of
+        seconds, so the demo leaves it out by default and says how to turn it on.
 
     Returns
     -------
@@ -102,6 +108,7 @@ def run_demo(
         evaluators, missing = available_evaluators()
     if missing:
         say(f"framekit demo: not in this version, skipped: {', '.join(missing)}", file=sys.stderr)
+    judge = _demo_judge(judge, likelihood)
     sample = load_sample()
     say(
         f"framekit demo: scoring {sample.height} sample answers with "
@@ -127,6 +134,7 @@ def run_demo(
     say("\nPer retrieval strategy:\n")
     say(format_table(by_strategy))
     _explain_failures(scored, evaluators, say)
+    say(_offline_note(stats, evaluators))
 
     charts = _charts(scored, out, say)
     elapsed = time.perf_counter() - started
@@ -153,6 +161,47 @@ def _next_steps(scored_path: Path) -> str:
         f"  framekit compare {scored_path} --by strategy --on question_id\n"
         "  framekit evaluate YOUR.parquet -e retrieval_relevance --map input=<column> "
         "--map context=<column> --dry-run"
+    )
+
+
+def _demo_judge(judge: JudgeLike | None, likelihood: bool) -> JudgeLike:
+    """The run's judge: the offline judge the demo picks (``None``, ``"local"``) reads
+    likelihoods only when asked; a judge object given is used as it is."""
+    from framekit.judges.local import LocalJudge
+    from framekit.judges.resolve import resolve_judge
+
+    resolved = resolve_judge(judge)
+    if isinstance(resolved, LocalJudge) and not isinstance(judge, LocalJudge):
+        return LocalJudge(likelihood=likelihood)
+    return resolved
+
+
+def _offline_note(stats: Any, evaluators: list[Evaluator]) -> str:
+    """How the offline judge measured "is it supported?", and what the lm extra adds."""
+    from framekit._dependencies import install_command
+    from framekit.evaluators._offline_support import calibration
+    from framekit.judges.local.likelihood import likelihood_available, uses_likelihood
+
+    record = stats.provenance or {}
+    offline = {e["name"]: str(e.get("method") or "") for e in record.get("evaluators") or []}
+    names = [ev.name for ev in evaluators if uses_likelihood(ev) and offline.get(ev.name)]
+    if not names:
+        return ""
+    if all(offline[n].startswith("likelihood") for n in names):
+        return f"\noffline: {', '.join(names)} read by the likelihood scorer (lm extra)"
+    fits = calibration()
+    proxy = fits["groundedness"]["similarity"]["figure"]
+    lm = fits["groundedness"].get("likelihood", {}).get("figure")
+    figures = f" (SummEval consistency Spearman {lm:.2f} vs {proxy:.2f})" if lm else ""
+    how = (
+        "installed here: `framekit demo --lm` uses it (about 1 text/s), and so does "
+        "judge='local' in your own runs"
+        if likelihood_available()
+        else install_command("lm")
+    )
+    return (
+        f"\noffline: {', '.join(names)} ran on embedding proxies. The likelihood scorer of "
+        f"the lm extra agrees better with expert ratings{figures}: {how}"
     )
 
 

@@ -11,6 +11,7 @@ through the scorer the package installs (see :mod:`framekit._record_scorer`).
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import time
 import warnings
@@ -23,16 +24,30 @@ from framekit import _provenance
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
-from framekit._progress import EvaluationBar
-from framekit._result_columns import DETAIL_COLUMNS, RESULT_COLUMNS, result_columns
+from framekit._progress import RunProgress
+from framekit._result_columns import (
+    DETAIL_COLUMNS,
+    FINDINGS_COLUMNS,
+    RESULT_COLUMNS,
+    result_columns,
+)
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.planner import LimiterFor, run
-from framekit.engine.prepare import MappingValue, Prepared, ProgressFn, prepare, prepare_one
+from framekit.engine.cascade import run_all
+from framekit.engine.planner import LimiterFor
+from framekit.engine.prepare import (
+    MappingValue,
+    Prepared,
+    ProgressFn,
+    Record,
+    prepare,
+    prepare_one,
+)
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import JudgeLike
-from framekit.judges.resolve import JudgeResolver, resolve_judge
+from framekit.judges.resolve import JudgeResolver
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
@@ -45,7 +60,7 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
     take = pl.Series("idx", share.inverse, dtype=pl.UInt32)
 
     def col(kind: str, values: list[Any]) -> pl.Series:
-        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS[kind]
+        dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS.get(kind) or FINDINGS_COLUMNS[kind]
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
     score = col("score", [r.value for r in records])
@@ -63,8 +78,23 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
             col("cost_usd", [r.cost_usd for r in records]),
             col("cached", [r.cached for r in records]),
             col("latency_s", [r.latency_s for r in records]),
+            col("judge", [_decided_by(share, r) for r in records]),
         ]
+        if ev.has_details:
+            out.append(col("details", [_json(r.details) for r in records]))
     return out
+
+
+def _json(value: dict[str, Any] | None) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _decided_by(share: Prepared, record: Record) -> str | None:
+    """The model of the judge whose verdict a record holds (a cascade says which stage's);
+    none for an error."""
+    if record.error is not None:
+        return None
+    return record.judge if isinstance(share.judge, Cascade) else share.judge.model
 
 
 def _explained(explanation: str | None, note: str | None, value: float | None) -> str | None:
@@ -158,9 +188,9 @@ async def evaluate_with_stats(
     # slice): it is told of each finished evaluation, and no bar or summary is printed.
     hook = progress if callable(progress) else None
     show = progress is True
-    bar = EvaluationBar(stats.evaluations) if show and stats.evaluations else None
+    bar = RunProgress(base.height, len(evs), stats=stats) if show and stats.evaluations else None
     try:
-        await run(
+        await run_all(
             prepared,
             resolved_cache,
             stats,
@@ -259,8 +289,10 @@ def evaluate_dataframe(
         ``history`` and a source is a column name, a polars expression, or a callable
         taking the row as a dict. Defaults to columns named like the fields.
     judge
-        A litellm model string, a :class:`framekit.Judge`, or ``"local"``; ``None`` uses
-        ``$FRAMEKIT_JUDGE`` or else the offline local judge.
+        A litellm model string, a :class:`framekit.Judge`, ``"local"``, or a
+        :class:`framekit.Cascade` of judges (each row asks the next judge only while the
+        last one's confidence is below its threshold); ``None`` uses ``$FRAMEKIT_JUDGE``
+        or else the offline local judge.
     cache
         A directory, a :class:`framekit.Cache`, or ``False``; ``None`` is the user cache
         directory (``$FRAMEKIT_CACHE_DIR`` or ``~/.cache/framekit``).
@@ -272,7 +304,10 @@ def evaluate_dataframe(
         A callable instead receives ``(evaluations, kind)`` as evaluations finish
         (``kind`` is ``"done"``, ``"cached"`` or ``"failed"``), for a display of your own.
     details
-        Also append ``_tokens``, ``_cost_usd``, ``_cached`` and ``_latency_s``.
+        Also append ``_tokens``, ``_cost_usd``, ``_cached``, ``_latency_s`` and
+        ``_judge`` (the model whose verdict stands: with a :class:`~framekit.Cascade`,
+        the stage that decided the row; its tokens, cost and latency add up over the
+        stages the row went through).
     overwrite
         Replace result columns that already exist instead of raising.
 
@@ -321,22 +356,21 @@ async def ascore_record(
     frame's rows, one record. A record the evaluator cannot evaluate (a null or empty
     required field) raises its :class:`~framekit._errors.RecordError`, a ``ValueError``;
     a failed judge call is the returned score's ``error``."""
-    resolved = resolve_judge(judge if judge is not None else evaluator.judge)
+    resolved = JudgeResolver(evaluator.judge)(judge, evaluator.judge_options)
     share = await prepare_one(evaluator, resolved, fields)
     stats = RunStats(rows=1, evaluations=1)
     started = time.perf_counter()
-    await run([share], resolve_cache(cache), stats)
+    await run_all([share], resolve_cache(cache), stats)
     stats.elapsed_s = time.perf_counter() - started
     r = share.records[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)
-    return evaluator.make_score(
-        verdict,
-        error=r.error,
-        metadata={
-            "judge": resolved.model,
-            "template_version": evaluator.version,
-            "tokens": r.tokens,
-            "cost_usd": r.cost_usd,
-            "cached": r.cached,
-        },
-    )
+    metadata: dict[str, Any] = {
+        "judge": r.judge if isinstance(resolved, Cascade) else resolved.model,
+        "template_version": evaluator.version,
+        "tokens": r.tokens,
+        "cost_usd": r.cost_usd,
+        "cached": r.cached,
+    }
+    if r.details is not None:
+        metadata["details"] = r.details
+    return evaluator.make_score(verdict, error=r.error, metadata=metadata)

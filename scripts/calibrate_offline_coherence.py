@@ -30,11 +30,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._summeval import DEFAULT_DATA  # noqa: E402
+from benchmarks._summeval import per_article as summary_level_spearman  # noqa: E402
+from benchmarks._summeval import read as read_summeval  # noqa: E402
 from framekit.judges.local import coherence as lc  # noqa: E402
 from framekit.judges.local.embedder import LocalEmbedder  # noqa: E402
 from framekit.judges.local.methods import (  # noqa: E402
@@ -43,27 +45,10 @@ from framekit.judges.local.methods import (  # noqa: E402
     split_sentences,
 )
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "summeval-dev.jsonl"
 LABELS = ["Not At All", "Not Generally", "Neutral/Mixed", "Generally Yes", "Completely Yes"]
 SEED = 0
 #: Below this summary-level Spearman the offline judge refuses to rate coherence.
 FLOOR = 0.2
-
-
-def read_summeval(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def summary_level_spearman(scores: np.ndarray, ratings: np.ndarray, docs: np.ndarray) -> np.ndarray:
-    """Spearman within each article (0 when a side is constant), one value per article."""
-    out = []
-    for doc in sorted(set(docs)):
-        idx = docs == doc
-        if np.ptp(scores[idx]) == 0 or np.ptp(ratings[idx]) == 0:
-            out.append(0.0)
-        else:
-            out.append(float(spearmanr(scores[idx], ratings[idx]).statistic))
-    return np.array(out)
 
 
 def article_interval(per_article: np.ndarray, resamples: int = 2000) -> list[float]:

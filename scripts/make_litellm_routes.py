@@ -45,12 +45,12 @@ def render(providers: list[str], hosts: list[str], litellm_version: str) -> str:
     return (
         f'"""litellm {litellm_version}\'s routes, copied by scripts/make_litellm_routes.py '
         "(do not edit).\n\n"
-        "``PROVIDERS``: the provider prefixes litellm routes (``litellm.provider_list`` and "
+        "``ROUTED_PREFIXES``: the provider prefixes litellm routes (``litellm.provider_list`` and "
         "its\nJSON-configured providers). ``ENDPOINT_HOSTS``: hosts of the hosted "
         "OpenAI-compatible APIs\nlitellm recognises by ``api_base`` alone, for a model "
         'named without a prefix.\n"""\n\n'
         f"LITELLM_VERSION = {json.dumps(litellm_version)}\n\n"
-        f"PROVIDERS = frozenset(\n    {{\n{block(providers)}    }}\n)\n\n"
+        f"ROUTED_PREFIXES = frozenset(\n    {{\n{block(providers)}    }}\n)\n\n"
         f"ENDPOINT_HOSTS = frozenset(\n    {{\n{block(hosts)}    }}\n)\n"
     )
 

@@ -304,6 +304,142 @@ JUDGE_AGREEMENT = [
     ),
 ]
 
+CASCADE = [
+    new_markdown_cell(
+        "# Spend the strong judge only where the cheap one is unsure\n\n"
+        "Score the bundled sample with the free offline judge, send only the rows it is "
+        "unsure of to a stronger judge (`fk.Cascade`), choose the threshold with a "
+        "guarantee on agreement (`fk.calibrate_cascade`), price it before running "
+        "(the dry run), estimate a pass rate from a few human labels (`fk.estimate`), and "
+        "draw what each threshold costs and buys."
+    ),
+    new_code_cell(SETUP),
+    new_markdown_cell(
+        "## A stand-in for the strong judge\n\nNo API key here, so the test simulator plays "
+        "the LLM: an OpenAI-compatible server on 127.0.0.1 whose *noisy judge* `strong` is "
+        "right 95 % of the time and reports a calibrated probability through its logprobs, "
+        "as a real model does. It judges against a truth it reads from a marker in the "
+        "question: the sample's `retrieval_hit` (whether retrieval found the right "
+        'document). With a real key, put `fk.Judge("openai/gpt-4o-mini")` in its place.'
+    ),
+    new_code_cell(
+        "from framekit.data import load_sample\n"
+        "from framekit.evaluators import RetrievalRelevance\n"
+        "from framekit.testing import JudgeSimulator, NoisyJudge, SimulatorConfig\n\n"
+        'sim = JudgeSimulator(SimulatorConfig(noisy_judges={"strong": NoisyJudge(0.95)})).start()\n'
+        'strong = fk.Judge("openai/strong", api_base=sim.api_base, api_key="sk-simulated")\n\n'
+        "sample = load_sample().with_columns(\n"
+        '    truth=pl.when("retrieval_hit").then(pl.lit("relevant")).otherwise(pl.lit("irrelevant")),\n'
+        ")\n"
+        'sample = sample.with_columns(question=pl.format("{} @sim(truth={})", "question", "truth"))\n'
+        'mapping = {"input": "question", "context": "documents"}\n'
+        "evaluator = RetrievalRelevance()"
+    ),
+    new_markdown_cell(
+        "## The offline judge, and how sure it is\n\n`_confidence` is the probability that "
+        "its verdict is right, from a map fitted on WikiQA dev (Platt scaling). Per band of "
+        "confidence, how often it is right about this sample:"
+    ),
+    new_code_cell(
+        'offline = fk.evaluate_dataframe(sample, [evaluator], mapping, judge="local", cache=CACHE,\n'
+        "                                progress=False)\n"
+        "offline.group_by(\n"
+        '    confidence=(pl.col("retrieval_relevance_confidence") * 10).floor() / 10,\n'
+        '    label="retrieval_relevance_label",\n'
+        ').agg(rows=pl.len(), right=(pl.col("retrieval_relevance_label") == pl.col("truth")).mean()'
+        ').sort("confidence", "label")'
+    ),
+    new_markdown_cell(
+        'On this sample it is backwards: sure of its "irrelevant" verdicts and wrong on '
+        'about half of them, unsure of its "relevant" ones and right on all. The map '
+        "carries WikiQA's base rate (5 % of its pairs are relevant), while half of this "
+        "sample's retrievals found the right document. A confidence is only as good as the "
+        "data it was fitted on, which is why the threshold below is chosen on labelled "
+        "rows of *this* data rather than guessed."
+    ),
+    new_markdown_cell(
+        "## A cascade\n\nEvery row goes to the offline judge; a row whose confidence there "
+        "is below 0.8 goes on to the strong judge, whose verdict stands. `_judge` "
+        "(with `details=True`) says which judge decided each row."
+    ),
+    new_code_cell(
+        'cascade = fk.Cascade(["local", strong], escalate_below=[0.8])\n'
+        "scored = fk.evaluate_dataframe(sample, [evaluator], mapping, judge=cascade, cache=CACHE,\n"
+        "                               details=True, progress=False)\n"
+        "print(fk.last_run().summary())\n"
+        'print("strong judge requests:", sim.stats()["by_model"].get("strong", 0), "for", sample.height, "rows")\n'
+        'scored.group_by("retrieval_relevance_judge").agg(\n'
+        '    rows=pl.len(), right=(pl.col("retrieval_relevance_label") == pl.col("truth")).mean()\n'
+        ")"
+    ),
+    new_markdown_cell(
+        "A guessed threshold of 0.8 trusts the overconfident verdicts: the rows the offline "
+        "judge kept are right about half the time."
+    ),
+    new_markdown_cell(
+        "## Choose the threshold with a guarantee\n\n`fk.calibrate_cascade` scores labelled "
+        "rows through every stage (answers are cached: the rows above cost nothing again) "
+        "and picks the cheapest threshold under which agreement with the reference is at "
+        "least the target with probability at least 1 - risk (fixed-sequence testing with "
+        "an exact binomial bound). Here the reference is the strong judge itself: how "
+        "often may the cascade differ from what the strong judge alone would say?"
+    ),
+    new_code_cell(
+        "found = fk.calibrate_cascade(sample, cascade, evaluator, mapping, target_agreement=0.9,\n"
+        "                             risk=0.1, cache=CACHE)\n"
+        "print(found.calibration.reason)\n"
+        "found.cascade"
+    ),
+    new_markdown_cell(
+        "The calibration trusts the offline judge only where it is nearly certain and sends "
+        "the rest on: agreement with the strong judge at a fraction of its requests."
+    ),
+    new_markdown_cell(
+        "The dry run prices a calibrated cascade at the share of rows expected to reach "
+        "each stage (an uncalibrated one at every row, every stage: an upper bound)."
+    ),
+    new_code_cell(
+        'sample.write_parquet("sample.parquet")\n'
+        'plan = fk.io.plan_parquet("sample.parquet", [evaluator], mapping, judge=found.cascade,\n'
+        "                          cache=False)\n"
+        "print(plan.describe())"
+    ),
+    new_markdown_cell(
+        "## What each threshold costs and buys\n\nEvery candidate the calibration tested: "
+        "the share of rows sent to the strong judge against the agreement on the labelled "
+        "rows. The chosen threshold is the cheapest whose lower bound clears the target."
+    ),
+    new_code_cell(
+        "import matplotlib.pyplot as plt\n\n"
+        "table = found.calibration.table.with_columns(\n"
+        '    escalated=1 - pl.col("decided_share").list.first(),\n'
+        '    threshold=pl.col("escalate_below").list.first(),\n'
+        ').filter(pl.col("threshold").is_finite())\n'
+        "fig, ax = plt.subplots(figsize=(6, 3.5))\n"
+        'ax.plot(table["escalated"], table["agreement"], ".-", color="tab:blue", label="candidates")\n'
+        'chosen = table.filter(pl.col("threshold") == found.cascade.escalate_below[0])\n'
+        'ax.scatter(chosen["escalated"], chosen["agreement"], s=80, color="tab:red", zorder=3,\n'
+        '           label=f"chosen: escalate below {found.cascade.escalate_below[0]:g}")\n'
+        'ax.axhline(0.9, color="grey", linestyle="--", label="target agreement")\n'
+        'ax.set(xlabel="share of rows sent to the strong judge", ylabel="agreement with the strong judge")\n'
+        'ax.legend(loc="lower right")\n'
+        "plt.close(fig)\n"
+        "fig"
+    ),
+    new_markdown_cell(
+        "## A pass rate from a few labels\n\nSay people labelled 40 random rows "
+        "(`human`, null elsewhere). `fk.estimate` combines them with every judged row "
+        "(prediction-powered inference): a valid 95 % interval, narrower than the 40 "
+        "labels alone give when the judge is good, next to the judge-only figure."
+    ),
+    new_code_cell(
+        "labelled_rows = pl.int_range(pl.len()).shuffle(seed=7) < 40\n"
+        'with_labels = scored.with_columns(human=pl.when(labelled_rows).then(pl.col("retrieval_hit")))\n'
+        'fk.estimate(with_labels, human="human", evaluator="retrieval_relevance")'
+    ),
+    new_code_cell("sim.stop()  # the simulator's server thread"),
+]
+
 
 def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
     notebook = new_notebook(cells=cells)
@@ -348,6 +484,7 @@ def main() -> None:
         ("01_score_traces.ipynb", SCORE_TRACES),
         ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
         ("03_judge_agreement.ipynb", JUDGE_AGREEMENT),
+        ("04_cascade.ipynb", CASCADE),
     ):
         path = write(name, cells)
         if not args.no_execute:

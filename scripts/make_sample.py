@@ -10,7 +10,8 @@ Ground truth is decided by a seeded RNG, so the output is byte-for-byte reproduc
 - answers: mostly grounded and correct, some off-topic, noncommittal or incoherent, a few
   long-winded; a row whose retrieval missed gets a worse answer more often;
 - about a quarter of the questions come with earlier turns (``history``), a few of them
-  follow-ups that only make sense with that history.
+  follow-ups that only make sense with that history;
+- each question has a reference (gold) answer (``reference``), for ContextRecall.
 
 Run ``python scripts/make_sample.py`` (optionally ``--out PATH``) to rewrite the file.
 """
@@ -739,6 +740,7 @@ SCHEMA = pl.Schema(
         "history": pl.List(pl.Struct({"role": pl.String(), "content": pl.String()})),
         "expected_quality": pl.String(),
         "retrieval_hit": pl.Boolean(),
+        "reference": pl.String(),
     }
 )
 
@@ -773,6 +775,8 @@ def build_sample(seed: int = SEED) -> pl.DataFrame:
                     "history": histories.get(i),
                     "expected_quality": quality,
                     "retrieval_hit": hit,
+                    # The reference (gold) answer, for ContextRecall.
+                    "reference": question.answer,
                 }
             )
     return pl.DataFrame(rows, schema=SCHEMA)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -64,3 +65,55 @@ RETRIEVAL_CLI_ARGS = (
     "--map",
     "context=docs",
 )
+
+
+# A RAG frame as a team has it: three strategies per question, a list of retrieved
+# documents, many rows tied at 0.0, long error messages. Question 7 has the one gap of 1.0.
+STRATEGIES = ("bm25", "dense", "hybrid")
+RAG_ERROR = (
+    "judge timed out after 3 retries: the endpoint answered 504 Gateway Timeout every time "
+    "(last attempt 61.2 s after the first)"
+)
+
+
+def rag_frame(questions: int = 30) -> pl.DataFrame:
+    rows = []
+    for q in range(questions):
+        for s, strategy in enumerate(STRATEGIES):
+            score = {7: (0.0, 1.0, 0.5)}.get(q, (0.0, 0.25 * ((q + s) % 3), 0.0))[s]
+            failed = q % 9 == 4 and strategy == "hybrid"
+            rows.append(
+                {
+                    "question_id": q,
+                    "strategy": strategy,
+                    "question": f"Question {q}: how long does a compost pile take to mature "
+                    "when it is turned every week in a cold climate?",
+                    "answer": f"Answer {q} by {strategy}: " + "it depends on the mix. " * 12,
+                    "documents": [
+                        f"Doc {q}.{strategy}.{d}: " + "a compost pile needs air and water. " * 8
+                        for d in range(3)
+                    ],
+                    "rr_score": None if failed else score,
+                    "rr_label": None if failed else ("relevant" if score >= 0.5 else "irrelevant"),
+                    "rr_passed": None if failed else score >= 0.5,
+                    "rr_explanation": None if failed else "the documents " + "say little. " * 20,
+                    "rr_error": RAG_ERROR if failed else None,
+                }
+            )
+    return pl.DataFrame(rows)
+
+
+def assert_no_key(texts: list[str], root: Path | None = None) -> None:
+    """The key scan: ``API_KEY`` (or its last 8 characters) is in none of ``texts`` nor
+    in any file under ``root`` (output Parquet, the cache, anything a run left there)."""
+    texts = list(texts)
+    for path in root.rglob("*") if root is not None else ():
+        if path.suffix == ".parquet":
+            # Compressed bytes may hold the key's 8-character tail by chance: scan the
+            # raw bytes for the whole key and the decoded values for the tail.
+            assert API_KEY.encode() not in path.read_bytes(), path
+            texts.append(str(pl.read_parquet(path).to_dicts()))
+        elif path.is_file():
+            texts.append(path.read_bytes().decode("latin-1"))
+    for text in texts:
+        assert API_KEY not in text and API_KEY[-8:] not in text, text[:300]

@@ -229,3 +229,57 @@ def test_between_two_label_columns_counts_matches_without_an_order():
     assert row["confusion"] == [[2, 0], [1, 1]]
     assert row["kappa"] == pytest.approx(0.5)
     assert row["weighted_kappa"] is None and row["spearman"] is None
+
+
+def test_agreement_on_the_labelled_sample_knows_the_rubric_without_being_told() -> None:
+    # The offline judge never picks "Completely Yes", which a person did: it is still one
+    # of ResponseRelevance's labels, and the run said so.
+    pytest.importorskip("onnxruntime")
+    from framekit.data import load_labelled_sample
+    from framekit.evaluators import ResponseRelevance
+
+    labelled = load_labelled_sample()
+    scored = fk.evaluate_dataframe(
+        labelled,
+        [ResponseRelevance()],
+        {"input": "question", "output": "answer"},
+        judge="local",
+        cache=False,
+        progress=False,
+    )
+    assert "Completely Yes" in labelled["human_relevance"].to_list()
+    assert "Completely Yes" not in scored["response_relevance_label"].to_list()
+    out = fk.agreement(scored, human="human_relevance", evaluators="response_relevance")
+    told = fk.agreement(
+        scored, human="human_relevance", evaluators="response_relevance", rubric=ResponseRelevance()
+    )
+    assert out.row(0, named=True)["n"] == 60
+    assert out.equals(told)  # the same reading as with rubric= given
+    record = fk.last_run().provenance
+    assert record is not None and "Completely Yes" in record["evaluators"][0]["labels"]
+
+
+def test_without_scipy_the_correlations_are_null_with_one_warning_naming_the_install(
+    monkeypatch,
+) -> None:
+    from framekit._dependencies import import_optional
+    from framekit.analysis import agreement as module
+
+    def no_scipy():
+        return import_optional("scipy_not_installed", extra="stats", purpose="a rank correlation")
+
+    monkeypatch.setattr(m, "_scipy_stats", no_scipy)
+    monkeypatch.setattr(module, "_WARNED", set())
+    frame = pl.DataFrame(
+        {
+            "c_score": [0.0, 0.5, 1.0, 1.0, 0.0, 0.5],
+            "c_label": ["low", "mid", "high", "high", "low", "mid"],
+            "c_error": [None] * 6,
+            "human": ["low", "mid", "high", "mid", "low", "high"],
+        }
+    )
+    with pytest.warns(UserWarning, match=r"pip install 'framekit\[stats\]'") as caught:
+        out = fk.agreement(frame, human="human")
+        fk.agreement(frame, human="human")  # a second call says nothing new
+    assert len(caught) == 1
+    assert out["spearman"][0] is None and out["kappa"][0] is not None

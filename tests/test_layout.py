@@ -265,6 +265,9 @@ FOREIGN_PRIVATE = {
     "framekit/judges/litellm/loops.py": {"_flush_on_exit"},
     # The SmolLM2 server's child leaves without running the destructor that once hung.
     "framekit/testing/llama_server.py": {"_exit"},
+    # llama-cpp-python (pinned 0.3.36) computes logits per batch when this is set; the
+    # likelihood scorer turns it off for the shared prompt, whose logits it never reads.
+    "framekit/judges/local/likelihood.py": {"_logits_all"},
 }
 
 
@@ -331,3 +334,37 @@ def test_every_exception_class_is_defined_in_errors_py(tree_copy: Path) -> None:
     assert _exception_classes_outside_errors_py(tree_copy) == ["framekit/engine/oops.py: Oops"]
     assert issubclass(fk.MissingDependency, fk.FramekitError)
     assert issubclass(fk.MissingDependency, ImportError)
+
+
+#: Client libraries the engine never imports: each client classifies its own failures
+#: into a Fault where the call is made (framekit.judges), so only verdicts reach it.
+CLIENT_LIBRARIES = ("aiohttp", "httpx", "requests", "urllib3", "litellm", "openai")
+
+
+def _client_imports(tree: Path) -> list[str]:
+    """Imports of a client library anywhere in ``tree``/framekit/engine (also inside
+    functions and behind ``TYPE_CHECKING``)."""
+    import ast
+
+    found = []
+    for path in sorted((tree / "framekit" / "engine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if name.split(".")[0] in CLIENT_LIBRARIES:
+                    found.append(f"{path.relative_to(tree)}:{node.lineno}: {name}")
+    return found
+
+
+def test_the_engine_imports_no_http_or_llm_client_library(tree_copy: Path) -> None:
+    assert _client_imports(ROOT) == []
+    # The check sees one, even imported late inside a function.
+    (tree_copy / "framekit" / "engine" / "leak.py").write_text(
+        "def post():\n    import aiohttp.client\n    return aiohttp.client\n"
+    )
+    assert _client_imports(tree_copy) == ["framekit/engine/leak.py:2: aiohttp.client"]

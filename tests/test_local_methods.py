@@ -173,6 +173,7 @@ INCOHERENT = (
 )
 def test_coherent_paragraph_outscores_unrelated_sentences_and_labels_follow() -> None:
     from framekit.evaluators import Coherence
+    from framekit.judges.local import LocalJudge
 
     embedder = LocalEmbedder.default()
     # The classic consecutive-similarity measure still separates these two ...
@@ -181,8 +182,9 @@ def test_coherent_paragraph_outscores_unrelated_sentences_and_labels_follow() ->
     assert coherent > incoherent + 0.2
     # ... and so does the shipped method (focus + repetition, fitted to SummEval): the
     # paragraph on one subject passes, the heap of unrelated statements does not.
-    on_topic = Coherence().score(output=COHERENT, judge="local", cache=False)
-    heap = Coherence().score(output=INCOHERENT, judge="local", cache=False)
+    proxy = LocalJudge(likelihood=False)  # the embedding method, with or without the lm extra
+    on_topic = Coherence().score(output=COHERENT, judge=proxy, cache=False)
+    heap = Coherence().score(output=INCOHERENT, judge=proxy, cache=False)
     assert on_topic.value is not None and heap.value is not None
     assert on_topic.passed and not heap.passed
     assert FIVE.index(str(on_topic.label)) > FIVE.index(str(heap.label))

@@ -93,8 +93,28 @@ def test_judge_agreement_notebook_measures_calibrates_and_gates(tmp_path):
     assert len(_pngs(notebook)) == 1  # confusion matrix + calibration, one figure
 
 
+def test_cascade_notebook_escalates_calibrates_estimates_and_plots(tmp_path):
+    notebook = _run("04_cascade.ipynb", tmp_path)
+    texts = "".join(
+        str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+    )
+    assert "framekit: cascade retrieval_relevance: local/all-MiniLM-L6-v2 decided" in texts
+    assert "escalate_below=[" in texts and "lower bound" in texts  # the calibration's reason
+    assert "expected share of rows reaching each stage 100%" in texts  # the dry run
+    assert "ppi" in texts and "classical" in texts  # fk.estimate's table
+    assert len(_pngs(notebook)) == 1  # the cost/agreement curve
+
+
 @pytest.mark.parametrize(
-    "name", ["01_score_traces.ipynb", "02_compare_retrieval.ipynb", "03_judge_agreement.ipynb"]
+    "name",
+    [
+        "01_score_traces.ipynb",
+        "02_compare_retrieval.ipynb",
+        "03_judge_agreement.ipynb",
+        "04_cascade.ipynb",
+    ],
 )
 def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):
     # GitHub and Jupyter show what is stored: every code cell that prints or draws
@@ -104,3 +124,31 @@ def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):
     assert all(c.get("execution_count") for c in code), f"{name} was stored without running"
     assert sum(bool(c.get("outputs")) for c in code) >= len(code) // 2
     _reads_cleanly(notebook)
+
+
+def test_a_first_run_in_a_fresh_kernel_warns_of_nothing(tmp_path: Path) -> None:
+    # The default progress=True in a kernel without ipywidgets: tqdm.auto would warn
+    # "IProgress not found"; the run prints its summary line and nothing else.
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "import polars as pl\nimport framekit as fk\n"
+            "from framekit.evaluators import RetrievalRelevance\n"
+            "df = pl.DataFrame({'question': ['What is compost?'], "
+            "'docs': [['Compost is decayed organic matter.']]})\n"
+            "scored = fk.evaluate_dataframe(df, [RetrievalRelevance()], "
+            "{'input': 'question', 'context': 'docs'}, judge='local', cache=False)"
+        )
+    ]
+    client = nbclient.NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()
+    stderr = "".join(
+        o.get("text", "") for o in notebook.cells[0].outputs if o.get("name") == "stderr"
+    )
+    assert "Warning" not in stderr and "IProgress" not in stderr, stderr
+    assert stderr.startswith("framekit: 1 row x 1 evaluator"), stderr

@@ -24,7 +24,7 @@ import pytest
 
 import framekit as fk
 from framekit.evaluators import RetrievalRelevance
-from tests.helpers import MAPPING, retrieval_frame, sim_judge
+from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -179,6 +179,37 @@ def test_parquet_on_ray_with_the_offline_judge_matches_the_local_engine(ray_clus
         assert on_ray_record[field] == local_record[field]
     assert on_ray_record["counts"]["rows"] == 300
     assert not list(tmp_path.glob(".ray.parquet.framekit-parts"))
+
+
+def test_a_cascade_on_ray_routes_like_the_local_engine(ray_cluster, simulator_factory, tmp_path):
+    from framekit.testing import NoisyJudge
+
+    sim = simulator_factory(noisy_judges={"weak": NoisyJudge(0.75), "strong": NoisyJudge(0.95)})
+    cascade = fk.Cascade(
+        [
+            fk.Judge(f"openai/{m}", api_base=sim.api_base, api_key=API_KEY)
+            for m in ("weak", "strong")
+        ],
+        escalate_below=[0.8],
+    )
+    source = tmp_path / "in.parquet"
+    retrieval_frame(90).write_parquet(source)
+    run = dict(judge=cascade, cache=False, progress=False, slice_rows=30, details=True)
+    on_ray = fk.evaluate_parquet(source, tmp_path / "ray.parquet", [RetrievalRelevance()], MAPPING,
+                                 engine="ray", workers=2, **run)  # fmt: skip
+    by_model = sim.stats()["by_model"]
+    local = fk.evaluate_parquet(source, tmp_path / "local.parquet", [RetrievalRelevance()],
+                                MAPPING, **run)  # fmt: skip
+    ray_out = pl.read_parquet(tmp_path / "ray.parquet")
+    assert ray_out.drop(pl.selectors.ends_with("_latency_s")).equals(
+        pl.read_parquet(tmp_path / "local.parquet").drop(pl.selectors.ends_with("_latency_s"))
+    )
+    assert by_model["weak"] == 90
+    strong_rows = int((ray_out["retrieval_relevance_judge"] == "openai/strong").sum())
+    assert by_model["strong"] == strong_rows < 0.75 * 90
+    # The slices' stage counts add up to one entry per stage, as the local engine's.
+    assert [s["rows_decided"] for s in on_ray.stats.stages] == [90 - strong_rows, strong_rows]
+    assert on_ray.stats.stages == local.stats.stages
 
 
 def test_a_key_from_the_environment_does_not_travel_to_the_workers(monkeypatch):

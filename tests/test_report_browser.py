@@ -1,5 +1,9 @@
 """The HTML report in a real browser: headless Chromium renders it at two widths, and its
-filter, preset through the page address, hides exactly the rows it should.
+filter, preset through the page address, hides exactly the rows it should. A RAG report
+is measured as laid out (a script appended to a copy writes the boxes into the DOM): its
+rows show documents and group, status and error fit at 1400 px, each row is a card at
+390 px, and the side-by-side view starts with the largest gap. Screenshots are left in
+pytest's temporary folder (printed with ``-s``) to be looked at.
 
 Skipped when Chromium is absent (Debian: ``apt-get install chromium``); the structural
 tests in test_report_provenance.py always run.
@@ -8,40 +12,18 @@ tests in test_report_provenance.py always run.
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import polars as pl
 import pytest
 
 from framekit.analysis import write_html_report
+from tests.browser import CHROMIUM, chromium, render
+from tests.helpers import RAG_ERROR, STRATEGIES, rag_frame
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium not installed (apt-get install chromium)"
 )
-
-
-def chromium(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    return subprocess.run(
-        # A throwaway profile, no sandbox (tests may run as root), nothing from the network.
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--user-data-dir={cwd / 'profile'}",
-            "--no-first-run",
-            *args,
-        ],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture
@@ -90,13 +72,11 @@ def test_filter_from_the_address_hides_the_other_rows(report: Path) -> None:
 @pytest.mark.parametrize("width", [1400, 390])
 def test_report_renders_at_desktop_and_phone_width(report: Path, width: int) -> None:
     shot = report.parent / f"report-{width}.png"
-    result = chromium(
-        f"--window-size={width},2000", f"--screenshot={shot}", report.as_uri(), cwd=report.parent
-    )
-    assert result.returncode == 0, result.stderr
+    laid_out = render(report.as_uri(), width, "document.documentElement.clientWidth", shot)
+    assert laid_out == width  # the page laid out at that width, not a crop of a wider one
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    assert int.from_bytes(data[16:20], "big") == width  # the page laid out at that width
+    assert int.from_bytes(data[16:20], "big") == width
 
 
 def test_a_filter_value_in_the_address_that_matches_no_option_is_shown_not_dropped(
@@ -118,3 +98,72 @@ def test_a_filter_value_in_the_address_that_matches_no_option_is_shown_not_dropp
     shown = shown_rows(below.stdout)
     assert shown and all('data-status="below threshold"' in r for r in shown)
     assert '<p id="f-note" class="note" hidden="">' in below.stdout  # nothing to say
+
+
+# Run in the page as laid out: the boxes of the cells the tests look at.
+MEASURE = """(function () {
+  function box(el) {
+    if (!el) return null;
+    var b = el.getBoundingClientRect();
+    return {left: b.left, right: b.right, width: b.width, height: b.height};
+  }
+  var out = {width: document.documentElement.clientWidth, rows: [], pairs: [], cells: []};
+  document.querySelectorAll('#rows tbody tr').forEach(function (tr) {
+    function at(c) { return tr.querySelector('td[data-col="' + c + '"]'); }
+    out.rows.push({status: box(at('status')), error: box(at('error')),
+                   errorText: at('error').textContent, documents: box(at('documents')),
+                   documentsText: at('documents').textContent, group: box(at('strategy')),
+                   groupText: at('strategy').textContent});
+  });
+  document.querySelectorAll('#rows td, #pairs td').forEach(function (td) {
+    var b = box(td); if (b.width > 0) out.cells.push(b.right);
+  });
+  document.querySelectorAll('#pairs tbody tr').forEach(function (tr) {
+    out.pairs.push(tr.dataset.key);
+  });
+  return out;
+})()"""
+
+
+@pytest.fixture(scope="module")
+def rag_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("rag-report")
+    return write_html_report(rag_frame(), folder / "report.html", by="strategy", on="question_id")
+
+
+def measure(report: Path, width: int) -> dict:
+    shot = report.parent / f"rag-{width}.png"
+    page = render(report.as_uri(), width, MEASURE, shot)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    print("screenshot:", shot)  # pytest -s shows where to look
+    return page
+
+
+def test_at_desktop_width_every_row_shows_documents_group_status_and_error(
+    rag_report: Path,
+) -> None:
+    page = measure(rag_report, 1400)
+    assert page["width"] == 1400
+    rows = page["rows"]
+    assert len(rows) == 3 + 20  # the three failed hybrid rows, then the 20 lowest scored
+    for row in rows:
+        assert row["groupText"] in STRATEGIES and row["group"]["width"] > 0
+        assert row["documentsText"].startswith("3 documents: Doc ")
+        assert row["documents"]["width"] > 0
+        # Status and error fit in the window: nobody has to scroll sideways to see them.
+        assert row["status"]["left"] >= 0 and row["status"]["right"] <= page["width"]
+        assert row["error"]["right"] <= page["width"]
+    assert [r["errorText"] for r in rows[:3]] == [RAG_ERROR] * 3
+    # The side-by-side view starts with the one question whose strategies differ by 1.0.
+    assert page["pairs"][0] == "7"
+
+
+def test_under_600_px_each_row_is_a_card_inside_the_screen(rag_report: Path) -> None:
+    page = measure(rag_report, 390)
+    assert page["width"] == 390
+    for row in page["rows"]:
+        for part in ("status", "documents", "group"):
+            assert row[part]["width"] > 0 and row[part]["right"] <= 390
+    # Nothing of either table sticks out to the right: no sideways scrolling on a phone.
+    assert page["cells"] and max(page["cells"]) <= 390
+    assert page["pairs"][0] == "7"

@@ -25,6 +25,7 @@ EXPECTED_SCHEMA = {
     "history": pl.List(pl.Struct({"role": pl.String, "content": pl.String})),
     "expected_quality": pl.String,
     "retrieval_hit": pl.Boolean,
+    "reference": pl.String,
 }
 
 
@@ -117,3 +118,12 @@ def test_generation_is_deterministic(make_sample: ModuleType, tmp_path: Path) ->
 def test_bundled_file_matches_the_script(sample: pl.DataFrame, make_sample: ModuleType) -> None:
     # Fails when the script was edited without regenerating the bundled Parquet file.
     assert_frame_equal(sample, make_sample.build_sample())
+
+
+def test_each_question_has_one_reference_answer_for_context_recall(sample: pl.DataFrame) -> None:
+    per_question = sample.group_by("question_id").agg(pl.col("reference").n_unique())
+    assert (per_question["reference"] == 1).all()
+    assert (sample["reference"].str.len_chars() > 10).all()
+    # A good answer restates the reference; the others do not.
+    good = sample.filter(pl.col("expected_quality") == "good")
+    assert (good["answer"].str.contains(good["reference"], literal=True)).mean() > 0.9

@@ -21,6 +21,7 @@ MODULES = [
     "framekit.engine.sampling",
     "framekit.engine.stats",
     "framekit.evaluators.base",
+    "framekit.judges.cascade",
     "framekit.judges.local.coherence",
     "framekit.judges.local.confidence",
     "framekit.judges.logprobs",

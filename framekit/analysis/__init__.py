@@ -9,6 +9,8 @@ Parquet file scored last month as on a frame scored a second ago.
 - ``plot``: matplotlib figures (``fk.plot``).
 - ``report``: :func:`write_html_report`, one self-contained HTML file (``_report_rows``:
   its section of individual rows).
+- ``side_by_side``: :func:`side_by_side`, one row per key, a column group per group of
+  ``by`` (``fk.side_by_side``; ``_report_side_by_side`` is its HTML view).
 - ``_table``: :func:`format_table`, a summary as text for a terminal.
 - ``agreement``, ``calibrate``, ``gate``: agreement with people, calibrated thresholds,
   pass/fail gates (``fk.agreement``, ``fk.calibrate``, ``fk.gate``).

@@ -1,8 +1,10 @@
 """The rows a reader acts on: failed and lowest-scored rows, sortable and filterable.
 
-One table per report, one row per (evaluator, row of the data): the id columns (and
-``trace_id``/``span_id`` when present, to find the row in a tracing tool), excerpts of the
-input and output, label, score, passed, explanation and error. A few lines of plain
+One table per report, one row per (evaluator, row of the data): status, score, label and
+error first (on screen at desktop width), the group and key of a comparison (``by``,
+``on``), the id columns (and ``trace_id``/``span_id`` when present, to find the row in a
+tracing tool), then input, output, the retrieved documents and the explanation, each
+collapsed to its first lines and opened by a click. Under 600 px each row is a card. A few lines of plain
 JavaScript sort it (click a header) and filter it (evaluator, label, status, text). The
 status is the row's outcome in the words of ``_outcome``: ``error`` (the evaluation
 failed), ``below threshold`` (it scored and did not pass) or ``passed``. The filter also
@@ -25,11 +27,13 @@ from framekit.analysis import _outcome as outcome
 FAILED_ROWS = 50  # failed rows shown per evaluator
 LOWEST_ROWS = 20  # lowest-scored rows shown per evaluator
 EXCERPT_CHARS = 160
+SUMMARY_CHARS = 120  # what a collapsed text or document shows: about two lines
 
 _ID_NAMES = ("id", "trace_id", "span_id", "row_id", "example_id")
 _TEXT_GUESSES = {
     "input": ("input", "question", "query", "prompt"),
     "output": ("output", "answer", "response", "completion"),
+    "context": ("context", "contexts", "documents", "docs", "retrieved", "passages"),
 }
 
 
@@ -46,7 +50,8 @@ def id_columns(columns: Sequence[str]) -> list[str]:
 
 
 def text_columns(columns: Sequence[str], provenance: Mapping[str, Any] | None) -> dict[str, str]:
-    """Field (input/output) -> column holding it: from the run record's mapping, else by name."""
+    """Field (input, output, context) -> column holding it: from the run record's mapping,
+    else by name (``question``, ``answer``, ``documents``...)."""
     mapping = (provenance or {}).get("mapping") or {}
     out: dict[str, str] = {}
     for field, guesses in _TEXT_GUESSES.items():
@@ -61,14 +66,45 @@ def text_columns(columns: Sequence[str], provenance: Mapping[str, Any] | None) -
 
 
 def context_columns(columns: Sequence[str], provenance: Mapping[str, Any] | None) -> list[str]:
-    """The non-result columns the drill-down shows (ids, input, output)."""
+    """The non-result columns the drill-down shows (ids, input, output, context)."""
     wanted = id_columns(columns) + list(text_columns(columns, provenance).values())
     return list(dict.fromkeys(wanted))
 
 
-def _excerpt(value: Any) -> str:
+def _excerpt(value: Any, chars: int = EXCERPT_CHARS) -> str:
     text = "" if value is None else " ".join(str(value).split())
-    return text if len(text) <= EXCERPT_CHARS else text[: EXCERPT_CHARS - 1] + "…"
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def collapsible(value: Any) -> str:
+    """The HTML of a long text or a list of documents: its first lines, the rest behind
+    a ``<details>`` (a click opens it; the text filter searches all of it).
+
+    Examples
+    --------
+    >>> collapsible("short")
+    'short'
+    >>> collapsible(["doc one", "doc two"])
+    '<details><summary>2 documents: doc one</summary><ol><li>doc one</li><li>doc two</li></ol></details>'
+    """
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        docs = ["" if d is None else str(d) for d in value]
+        if not docs:
+            return '<span class="meta">no documents</span>'
+        items = "".join(f"<li>{html.escape(d)}</li>" for d in docs)
+        count = "1 document" if len(docs) == 1 else f"{len(docs)} documents"
+        first = html.escape(_excerpt(docs[0], SUMMARY_CHARS))
+        return f"<details><summary>{count}: {first}</summary><ol>{items}</ol></details>"
+    text = str(value)
+    flat = " ".join(text.split())
+    if len(flat) <= SUMMARY_CHARS:
+        return html.escape(flat)
+    first = html.escape(_excerpt(flat, SUMMARY_CHARS))
+    return (
+        f'<details><summary>{first}</summary><div class="full">{html.escape(text)}</div></details>'
+    )
 
 
 def _direction(provenance: Mapping[str, Any] | None, name: str) -> str:
@@ -78,17 +114,47 @@ def _direction(provenance: Mapping[str, Any] | None, name: str) -> str:
     return "maximize"
 
 
+def _keys(on: str | Sequence[str] | None) -> list[str]:
+    return [] if on is None else [on] if isinstance(on, str) else list(on)
+
+
 def drill_rows(
-    frame: pl.DataFrame, names: Sequence[str], provenance: Mapping[str, Any] | None
+    frame: pl.DataFrame,
+    names: Sequence[str],
+    provenance: Mapping[str, Any] | None,
+    *,
+    by: str | None = None,
+    on: str | Sequence[str] | None = None,
 ) -> tuple[list[str], list[dict[str, Any]], list[str]]:
     """(columns, rows, notes): per evaluator its rows with an error, then its lowest-scored
-    rows; ``status`` is the row's outcome (error, below threshold, passed)."""
-    ids = id_columns(frame.columns)
+    rows; ``status`` is the row's outcome (error, below threshold, passed).
+
+    The outcome columns come first (so they stay on screen at desktop width), then the
+    group (``by``) and key (``on``), the ids, and the texts: input, output, the context
+    (``documents``) and the explanation, kept whole (the page collapses them). Rows tied
+    on the score are ordered by key, group, ids, then position in the frame, so the cut
+    at ``LOWEST_ROWS`` is the same on every run and puts a key's groups together.
+    """
+    group = [c for c in (by, *_keys(on)) if c is not None and c in frame.columns]
+    ids = [c for c in id_columns(frame.columns) if c not in group]
     texts = text_columns(frame.columns, provenance)
-    columns = ["evaluator", *ids, *texts, "label", "score", "status", "explanation", "error"]
+    headers = {"input": "input", "output": "output", "context": "documents"}
+    columns = [
+        "evaluator",
+        "status",
+        "score",
+        "label",
+        "error",
+        *group,
+        *ids,
+        *(headers[f] for f in texts),
+        "explanation",
+    ]
     rows: list[dict[str, Any]] = []
     notes: list[str] = []
     indexed = frame.with_row_index("_row")
+    ties = [*_keys(on), *([by] if by else []), *ids, "_row"]
+    ties = list(dict.fromkeys(c for c in ties if c in indexed.columns))
     for name in names:
         have = set(frame.columns)
         score, error = contract.column(name, "score"), contract.column(name, "error")
@@ -98,23 +164,39 @@ def drill_rows(
         failed = judged.filter(pl.col("__status") == outcome.ERROR)
         scored = judged.filter(pl.col("__status") != outcome.ERROR)
         worst_first = _direction(provenance, name) == "minimize"
-        lowest = scored.sort(score, descending=worst_first).head(LOWEST_ROWS)
+        lowest = scored.sort(
+            [score, *ties], descending=[worst_first] + [False] * len(ties), nulls_last=True
+        ).head(LOWEST_ROWS)
         if failed.height > FAILED_ROWS:
             notes.append(f"{name}: {FAILED_ROWS} of {failed.height} rows with an error shown")
+        if scored.height > LOWEST_ROWS:
+            cut = lowest.get_column(score)[-1]
+            tied = scored.filter(pl.col(score) == cut).height
+            shown = lowest.filter(pl.col(score) == cut).height
+            if tied > shown:
+                order = ", ".join(c for c in ties if c != "_row") or "position"
+                notes.append(
+                    f"{name}: {tied} rows score {cut:.3f}; the {shown} shown are the first "
+                    f"by {order}"
+                )
         for part in (failed.head(FAILED_ROWS), lowest):
             for r in part.iter_rows(named=True):
                 row: dict[str, Any] = {"evaluator": name}
-                row.update({c: r[c] for c in ids})
-                row.update({field: _excerpt(r[c]) for field, c in texts.items()})
+                row.update({c: r[c] for c in (*group, *ids)})
+                row.update({headers[field]: r[c] for field, c in texts.items()})
                 row.update(
                     label=r.get(label) if label in have else None,
                     score=None if r["__status"] == outcome.ERROR else r[score],
                     status=r["__status"],
-                    explanation=_excerpt(r.get(explanation)),
+                    explanation=r.get(explanation),
                     error=r[error],
                 )
                 rows.append(row)
     return columns, rows, notes
+
+
+#: Columns whose cells collapse to their first lines.
+_LONG = {"input", "output", "documents", "explanation"}
 
 
 _JS = """
@@ -174,11 +256,28 @@ def _options(element: str, label: str, values: Sequence[str]) -> str:
     return f'<label>{label} <select id="{element}"><option value="">all</option>{opts}</select></label>'
 
 
+def cell(column: str, value: Any, *, long: bool = False) -> str:
+    """One ``<td>``: ``data-col`` names its column (the header of a card on a phone)."""
+    col = f' data-col="{html.escape(column)}"'
+    if column == "score" and isinstance(value, float):
+        return f'<td class="num"{col} data-v="{value!r}">{value:.3f}</td>'
+    if long:
+        return f'<td class="text"{col}>{collapsible(value)}</td>'
+    text = "" if value is None else str(value)
+    css = ' class="text"' if len(text) > 30 else ""
+    return f"<td{css}{col}>{html.escape(text)}</td>"
+
+
 def rows_section(
-    frame: pl.DataFrame, names: Sequence[str], provenance: Mapping[str, Any] | None
+    frame: pl.DataFrame,
+    names: Sequence[str],
+    provenance: Mapping[str, Any] | None,
+    *,
+    by: str | None = None,
+    on: str | Sequence[str] | None = None,
 ) -> str:
     """The HTML of the drill-down: filter controls, the table, and its script."""
-    columns, rows, notes = drill_rows(frame, names, provenance)
+    columns, rows, notes = drill_rows(frame, names, provenance, by=by, on=on)
     if not rows:
         return "<p>No rows to show.</p>"
     labels = sorted({str(r["label"]) for r in rows if r["label"] is not None})
@@ -198,28 +297,21 @@ def rows_section(
         '<p id="f-note" class="note" hidden></p>'
     )
     head = "".join(f'<th title="click to sort">{html.escape(c)}</th>' for c in columns)
-    body = []
-    for r in rows:
-        cells = []
-        for c in columns:
-            v = r.get(c)
-            if c == "score" and v is not None:
-                cells.append(f'<td class="num" data-v="{v!r}">{v:.3f}</td>')
-            else:
-                text = "" if v is None else str(v)
-                css = ' class="text"' if len(text) > 30 else ""
-                cells.append(f"<td{css}>{html.escape(text)}</td>")
-        body.append(
-            f'<tr data-evaluator="{html.escape(r["evaluator"])}" '
-            f'data-label="{html.escape(str(r["label"]) if r["label"] is not None else "")}" '
-            f'data-status="{html.escape(r["status"])}">' + "".join(cells) + "</tr>"
-        )
+    body = [
+        f'<tr data-evaluator="{html.escape(r["evaluator"])}" '
+        f'data-label="{html.escape(str(r["label"]) if r["label"] is not None else "")}" '
+        f'data-status="{html.escape(r["status"])}">'
+        + "".join(cell(c, r.get(c), long=c in _LONG) for c in columns)
+        + "</tr>"
+        for r in rows
+    ]
     note = "".join(f'<p class="meta">{html.escape(n)}</p>' for n in notes)
     return (
         f'<p class="meta">Per evaluator: the rows whose evaluation failed (status '
         f"{outcome.ERROR}, with the error), then the {LOWEST_ROWS} lowest-scored rows (status "
-        f"{outcome.BELOW} or {outcome.PASSED}). Click a header to sort.</p>{note}{controls}"
-        f'<div class="scroll"><table id="rows"><thead><tr>{head}</tr></thead><tbody>'
+        f"{outcome.BELOW} or {outcome.PASSED}). Click a header to sort; click a text to "
+        f"read all of it.</p>{note}{controls}"
+        f'<div class="scroll"><table id="rows" class="cards"><thead><tr>{head}</tr></thead><tbody>'
         + "\n".join(body)
         + f"</tbody></table></div><script>{_JS}</script>"
     )

@@ -7,7 +7,7 @@ Kendall and Pearson; every figure with a percentile bootstrap interval over rows
 
 from __future__ import annotations
 
-import contextlib
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -16,6 +16,7 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._frames import to_polars
+from framekit._provenance import known_rubric
 from framekit.analysis import _measures as m
 from framekit.analysis import _outcome as outcome
 from framekit.analysis._rubric import (
@@ -124,7 +125,8 @@ def agreement(
     assert human is not None
     for name in _names(frame, evaluators):
         _some_scored(frame, name, human)
-        scale = rubric_of(frame, name, rubric)
+        # The rubric's labels are its labels whether or not the judge chose each one.
+        scale = rubric_of(frame, name, rubric if rubric is not None else known_rubric(name))
         if is_label_dtype(frame.schema[human]):
             try:
                 check_labels(frame, human, name, scale)
@@ -318,10 +320,22 @@ def _categorical(
     out["confusion"] = table.tolist()
     out["per_label"] = _per_label(table, boot, labels, confidence)
     if ordinal and x is not None and y is not None:
-        # Without scipy, labels still get kappa; the correlations stay null.
-        with contextlib.suppress(ModuleNotFoundError):
+        # Without scipy, labels still get kappa; the correlations stay null, and one
+        # warning per process says why and what installs it.
+        try:
             out.update(_numeric(x, y, confidence, n_resamples, seed))
+        except ModuleNotFoundError as exc:
+            _warn_once(f"{exc}; spearman and kendall are null without it")
     return out
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def _per_label(

@@ -16,7 +16,9 @@ import polars as pl
 from framekit import _provenance
 from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
 from framekit.analysis._report_rows import rows_section
+from framekit.analysis._report_side_by_side import side_by_side_section
 from framekit.analysis.summary import (
+    DECISION_COLUMNS,
     compare,
     describe_comparison,
     failures,
@@ -81,8 +83,12 @@ h1 { font-size: 1.6rem; } h2 { font-size: 1.2rem; margin-top: 2rem; }
 table { border-collapse: collapse; font-size: 0.85rem; margin: 0.5rem 0; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
-#rows th { cursor: pointer; } #rows td { max-width: 28rem; }
-td.text { min-width: 12rem; } th { white-space: nowrap; }
+#rows th { cursor: pointer; } th { white-space: nowrap; }
+td.text { min-width: 12rem; } table.cards td.text { min-width: 9rem; max-width: 22rem; }
+table.cards td.text { overflow-wrap: break-word; }
+details summary { cursor: pointer; } details ol { margin: 0.2rem 0; padding-left: 1.2rem; }
+details .full { white-space: pre-wrap; } .err { color: #a00; }
+#pairs td .score { white-space: nowrap; } #pairs td .field { margin-top: 0.2rem; }
 .scroll { overflow-x: auto; max-width: 100%; }
 .meta { color: #666; } figure { margin: 1rem 0; } img { max-width: 100%; height: auto; }
 .note { background: #fff6d6; border-left: 4px solid #e0b400; padding: 0.4rem 0.7rem; }
@@ -90,7 +96,16 @@ dl.prov { display: grid; grid-template-columns: max-content 1fr; gap: 0.15rem 1r
           font-size: 0.85rem; } dl.prov dt { color: #666; } dl.prov dd { margin: 0; }
 .filters label { margin-right: 0.8rem; white-space: nowrap; } .filters { margin: 0.5rem 0; }
 nav ul { padding-left: 1.2rem; }
-@media (max-width: 600px) { body { margin: 0.5rem auto; } table { font-size: 0.75rem; } }
+@media (max-width: 600px) { body { margin: 0.5rem auto; } table { font-size: 0.75rem; }
+  /* One card per row: every cell on a line of its own, named by its column. */
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display: block; }
+  table.cards thead { display: none; } table.cards tr[hidden] { display: none; }
+  table.cards tr { border: 1px solid #ccc; margin: 0 0 0.6rem; padding: 0.3rem 0.5rem; }
+  table.cards td { border: none; padding: 0.1rem 0; max-width: none; min-width: 0;
+                   text-align: left; }
+  table.cards td:empty { display: none; }
+  table.cards td::before { content: attr(data-col) ": "; color: #666; font-weight: 600; }
+  .scroll { overflow-x: visible; } }
 """
 
 MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
@@ -125,6 +140,25 @@ def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
         return frame
     return frame.select(
         [c for c in frame.columns if frame.get_column(c).null_count() < frame.height]
+    )
+
+
+def _names(on: str | Sequence[str]) -> str:
+    return on if isinstance(on, str) else ", ".join(on)
+
+
+def _comparison_html(comparison: pl.DataFrame) -> str:
+    """The comparison as a short table, its sentences and every column one click away."""
+    full = _without_null_columns(comparison)
+    brief = full.select([c for c in DECISION_COLUMNS if c in full.columns])
+    sentences = describe_comparison(comparison).splitlines()
+    items = "".join(f"<li>{html.escape(s)}</li>" for s in sentences)
+    return (
+        _scroll(_html_table(brief)) + f"<details><summary>In words ({len(sentences)} sentence"
+        f"{'' if len(sentences) == 1 else 's'})</summary><ul>{items}</ul></details>"
+        + f"<details><summary>Every column ({len(full.columns)})</summary>"
+        + _scroll(_html_table(full))
+        + "</details>"
     )
 
 
@@ -163,9 +197,11 @@ def write_html_report(
     The page starts with the run record (``provenance``: framekit version, input, judge,
     evaluators with template versions and thresholds, mapping, counts, cost), then a table
     of contents. "Rows to look at" lists per evaluator the rows with an error (the message)
-    and the lowest-scored rows with id columns (``trace_id``/``span_id`` included),
-    excerpts of input and output, label, score and explanation; it sorts by a click on a
-    header and filters by evaluator, label, status (error, below threshold, passed) and
+    and the lowest-scored rows (ties in a stable order: key, group, ids, position) with
+    status, score, label and error first, the ``by`` group and ``on`` key, id columns
+    (``trace_id``/``span_id`` included), then input, output, the retrieved documents and
+    the explanation, each collapsed to its first lines (a click opens it; under 600 px
+    each row is a card); it sorts by a click on a header and filters by evaluator, label, status (error, below threshold, passed) and
     text (plain JavaScript; the page address can preset the filter, e.g.
     ``report.html#status=error``, and a value there that no option has is named in a
     note while the filter shows everything). Charts are
@@ -183,7 +219,10 @@ def write_html_report(
         Group column: adds per-group summaries, a ``compare`` table and a means chart
         (with fewer than two groups besides nulls, a note instead of the comparison).
     on
-        Pairing key for the comparison (see ``compare``).
+        Pairing key for the comparison (see ``compare``); with ``by``, also adds the
+        side-by-side view: per key, each group's answer, documents, scores and
+        explanations, largest score gaps first (see ``fk.side_by_side``). The rows table
+        shows ``by`` and ``on`` next to each row.
     title
         Page title and heading.
     evaluators
@@ -225,7 +264,7 @@ def write_html_report(
     toc.append(("rows-to-look-at", "Rows to look at"))
     sections += [
         '<h2 id="rows-to-look-at">Rows to look at</h2>',
-        rows_section(frame, names, provenance),
+        rows_section(frame, names, provenance, by=by, on=on),
     ]
     summary_by = None
     if by is not None:
@@ -252,15 +291,18 @@ def write_html_report(
             sections.append(f'<p class="note">{html.escape(single)}.</p>')
         elif groups <= max_groups:
             comparison = compare(frame, by, on, names)
-            sentences = "".join(
-                f"<li>{html.escape(s)}</li>" for s in describe_comparison(comparison).splitlines()
-            )
             toc.append(("comparison", f"Comparison of {by}"))
             sections += [
                 f'<h2 id="comparison">Comparison of {html.escape(by)}</h2>',
-                f"<ul>{sentences}</ul>",
-                _scroll(_html_table(_without_null_columns(comparison))),
+                _comparison_html(comparison),
             ]
+            if on is not None:
+                toc.append(("side-by-side", f"Side by side: {by} per {_names(on)}"))
+                sections += [
+                    f'<h2 id="side-by-side">Side by side: {html.escape(by)} per '
+                    f"{html.escape(_names(on))}</h2>",
+                    side_by_side_section(frame, names, provenance, by, on),
+                ]
         if groups > max_groups:
             summary_by = None
     toc.append(("charts", "Charts"))

@@ -48,6 +48,14 @@ _TEST_NAMES: dict[str, tuple[str, str]] = {  # test -> (paired name, unpaired na
 # --------------------------------------------------------------------------- inputs
 
 
+#: The columns of a ``compare`` table that a decision needs (the terminal and the HTML
+#: report show these; the rest are one click or one ``select`` away).
+DECISION_COLUMNS = (
+    "evaluator", "group_a", "group_b", "mean_a", "mean_b", "diff", "diff_ci_low",
+    "diff_ci_high", "n_pairs", "p_value", "p_adjusted", "winner",
+)  # fmt: skip
+
+
 def evaluator_names(scored: FrameLike) -> list[str]:
     """Names of the evaluators whose result columns are in ``scored``, in column order.
 

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from framekit._errors import InputError, JudgeError
+from framekit._errors import FaultRaised, InputError, JudgeError
 from framekit.cli.options import command
 from framekit.engine.batch_manifest import printable
 
@@ -135,8 +135,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _call(client: Any, method: str, batch_id: str) -> Any:
+    from framekit.judges.faults import raise_for_run
+
     try:
         return await getattr(client, method)(batch_id)
+    except FaultRaised as exc:
+        raise_for_run(exc.fault)  # rejected credentials: exit 2, with the fix
+        raise
     finally:
         await client.close()
 

@@ -73,7 +73,18 @@ def add_parser(sub: Any) -> None:
         metavar="MODEL",
         help="litellm model string, or 'local' (default: $FRAMEKIT_JUDGE, else local)",
     )
-    ev.add_argument("--api-base", metavar="URL", help="endpoint of the judge")
+    ev.add_argument(
+        "--cascade",
+        metavar="JUDGES",
+        help="comma-separated judges, cheapest first (e.g. local,openai/gpt-4o-mini): a "
+        "row goes to the next judge while its confidence is below --escalate-below",
+    )
+    ev.add_argument(
+        "--escalate-below",
+        metavar="T[,T...]",
+        help="with --cascade: one confidence threshold in [0, 1] per judge but the last",
+    )
+    ev.add_argument("--api-base", metavar="URL", help="endpoint of the judge (every model stage)")
     ev.add_argument(
         "--api-key-env",
         metavar="NAME",

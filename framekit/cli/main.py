@@ -25,6 +25,7 @@ from framekit._errors import (
     MissingDependency,
     RunInterrupted,
 )
+from framekit._version import __version__
 from framekit.cli import batches, evaluate, gate, report, traces
 from framekit.cli.options import ENV_HELP, command
 
@@ -37,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=ENV_HELP,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"framekit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     evaluate.add_parser(sub)
@@ -49,7 +51,16 @@ def build_parser() -> argparse.ArgumentParser:
         "strategies) with every built-in evaluator on the offline local judge (or "
         "$FRAMEKIT_JUDGE), print summaries, and write scored.parquet and PNG charts.",
     )
-    demo.add_argument("--out", default="demo-out", metavar="DIR", help="output directory")
+    # -o as in `framekit evaluate -o`; --out as before.
+    demo.add_argument(
+        "-o", "--out", "--output", default="demo-out", metavar="DIR", help="output directory"
+    )
+    demo.add_argument(
+        "--lm",
+        action="store_true",
+        help="offline: read groundedness, context recall and coherence with the lm extra's "
+        "likelihood scorer (slower: about 1 text/s)",
+    )
     demo.set_defaults(handler=_run_demo)
     traces.add_parser(sub)
     gate.add_parser(sub)
@@ -60,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _run_demo(args: argparse.Namespace) -> int:
     from framekit.demo import run_demo
 
-    run_demo(args.out)
+    run_demo(args.out, likelihood=args.lm)
     return 0
 
 

@@ -38,32 +38,75 @@ def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:
 
 
 def judge_of(args: argparse.Namespace) -> Any:
-    """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits."""
-    from framekit.judges.judge import Judge
+    """The judge the flags describe: a model string becomes a ``fk.Judge`` with limits;
+    ``--cascade A,B --escalate-below T`` a ``fk.Cascade`` whose model stages share them."""
     from framekit.judges.resolve import ENV_JUDGE
 
+    cascade = getattr(args, "cascade", None)
+    if cascade:
+        return _cascade_of(args, cascade)
+    if getattr(args, "escalate_below", None):
+        raise InputError("--escalate-below goes with --cascade")
     model = args.judge or os.environ.get(ENV_JUDGE, "").strip() or None
-    limits = {
+    if model is None or model.lower() == "local":
+        given = [f"--{k}" for k, v in _limits(args).items() if v is not None]
+        if given:
+            print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
+        return "local" if model else None
+    return _model_judge(args, model)
+
+
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    return {
         "rpm": args.rpm,
         "tpm": args.tpm,
         "concurrency": args.concurrency,
         "processes": args.processes,
         "batch": args.batch or None,
     }
-    if model is None or model.lower() == "local":
-        given = [f"--{k}" for k, v in limits.items() if v is not None]
-        if given:
-            print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
-        return "local" if model else None
+
+
+def _model_judge(args: argparse.Namespace, model: str) -> Any:
+    from framekit.judges.judge import Judge
+
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
         if not api_key:
             raise InputError(f"--api-key-env: environment variable {args.api_key_env} is not set")
-    kwargs = {k: v for k, v in limits.items() if v is not None}
+    kwargs = {k: v for k, v in _limits(args).items() if v is not None}
     if args.batch and args.no_wait:
         kwargs["wait"] = False
     return Judge(model, api_base=args.api_base, api_key=api_key, **kwargs)
+
+
+def _cascade_of(args: argparse.Namespace, spec: str) -> Any:
+    """``--cascade local,openai/gpt-4o-mini --escalate-below 0.8``: the limits, endpoint
+    and key flags apply to every model stage."""
+    from framekit.judges.cascade import Cascade
+
+    if args.judge:
+        raise InputError("give --judge or --cascade, not both")
+    models = [m.strip() for m in spec.split(",")]
+    if len(models) < 2 or not all(models):
+        raise InputError(
+            f"--cascade {spec!r}: two or more comma-separated judges, cheapest first, "
+            "e.g. --cascade local,openai/gpt-4o-mini"
+        )
+    if not args.escalate_below:
+        raise InputError(
+            f"--cascade needs --escalate-below: {len(models) - 1} comma-separated "
+            "confidence(s) in [0, 1], e.g. --escalate-below 0.8 (fk.calibrate_cascade "
+            "chooses them with a guarantee)"
+        )
+    try:
+        thresholds = [float(t) for t in args.escalate_below.split(",")]
+    except ValueError:
+        raise InputError(
+            f"--escalate-below {args.escalate_below!r}: comma-separated numbers in [0, 1]"
+        ) from None
+    judges = ["local" if m.lower() == "local" else _model_judge(args, m) for m in models]
+    return Cascade(judges, escalate_below=thresholds)
 
 
 def cache_of(args: argparse.Namespace) -> Any:

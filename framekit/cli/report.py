@@ -164,26 +164,14 @@ def run_compare(args: argparse.Namespace) -> int:
     """Handler of ``framekit compare``; returns the exit code."""
     from framekit import analysis
     from framekit.analysis._table import terminal_safe
+    from framekit.analysis.summary import DECISION_COLUMNS
 
     extra = [args.by] + ([args.on] if args.on else [])
     frame, _, _ = read_scored(args.scored, extra)
     comparison = analysis.compare(frame, by=args.by, on=args.on, test=args.test)
     unpaired_key(comparison, args.on, args.by)
     # The full table is wide; the terminal gets the columns a decision needs.
-    brief = [
-        "evaluator",
-        "group_a",
-        "group_b",
-        "mean_a",
-        "mean_b",
-        "diff",
-        "diff_ci_low",
-        "diff_ci_high",
-        "n_pairs",
-        "p_value",
-        "p_adjusted",
-        "winner",
-    ]
+    brief = DECISION_COLUMNS
     print(analysis.format_table(comparison.select([c for c in brief if c in comparison.columns])))
     print()
     print(terminal_safe(analysis.describe_comparison(comparison)))

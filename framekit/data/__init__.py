@@ -45,6 +45,8 @@ def load_sample() -> pl.DataFrame:
       ``"off_topic"``, ``"noncommittal"``, ``"incoherent"``.
     - ``retrieval_hit`` (Boolean): ground truth, whether a passage that answers the
       question is among ``documents`` (dense: 80 % of questions, bm25: 55 %).
+    - ``reference`` (String): the question's reference (gold) answer, what ContextRecall
+      checks the documents against.
 
     Returns
     -------
@@ -57,7 +59,7 @@ def load_sample() -> pl.DataFrame:
     >>> from framekit.data import load_sample
     >>> df = load_sample()
     >>> df.shape
-    (200, 9)
+    (200, 10)
     >>> hit_rate = pl.col("retrieval_hit").mean()
     >>> df.group_by("strategy").agg(hit_rate).sort("strategy").rows()
     [('bm25', 0.55), ('dense', 0.8)]

@@ -33,7 +33,8 @@ from framekit.engine.cache import Cache
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
-from framekit.judges.batch import BatchClient, BatchStatus, client_for, list_priced
+from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_for, list_priced
+from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.pricing import cost as price_of
 from framekit.judges.request import ChatRequest, Modes, build_call_kwargs, read_reply
@@ -272,7 +273,8 @@ class BatchExecutor:
                     if status.tag == m.local_id:
                         found = status
                         break
-        except FaultRaised:
+        except FaultRaised as exc:
+            raise_for_run(exc.fault)
             found = None
         if found is None:
             self.store.discard(m)
@@ -290,7 +292,8 @@ class BatchExecutor:
                 )
                 break
             except FaultRaised as exc:
-                if not _transient(exc) or attempt >= self.judge.max_retries:
+                raise_for_run(exc.fault)
+                if not exc.fault.retryable or attempt >= self.judge.max_retries:
                     m.state, m.reason = "failed", self._redact(exc.fault.reason)
                     self.store.save(m)
                     self.store.drop_spool(m)
@@ -322,8 +325,9 @@ class BatchExecutor:
                 status = await self.client.retrieve(m.batch_id)
                 failures = 0
             except FaultRaised as exc:
+                raise_for_run(exc.fault)
                 failures += 1
-                if not _transient(exc) or failures > MAX_POLL_FAILURES:
+                if not exc.fault.retryable or failures > MAX_POLL_FAILURES:
                     raise JudgeError(
                         f"could not check batch {m.batch_id} at {self._where()}: {self._redact(exc.fault.reason)}. "
                         "It goes on at the provider; run the same call again to collect it."
@@ -364,24 +368,25 @@ class BatchExecutor:
         seen: set[str] = set()
         batch: list[tuple[str, dict[str, Any]]] = []
         outcomes: list[Outcome] = []
-        async for line in _results(self.client, status):
+        async for line in self._results(status):
             key = key_of(line.custom_id)
             if key in seen or key not in self.shapes or key in self.finished:
                 continue  # a duplicate, another run's key, or already settled
             seen.add(key)
-            if line.error is not None:
-                if line.mode_rejected and self.modes.rejected(m.mode):
+            reply = line.result
+            if isinstance(reply, Fault):
+                if reply.kind == "mode" and self.modes.rejected(m.mode):
                     followups[key] = (m, [])  # the endpoint's fault, not the request's
                     continue
-                error = self._redact(line.error)
-                self._line_failed(key, m, error, line.retryable and not cancelled, followups)
+                error = self._redact(reply.reason)
+                self._line_failed(key, m, error, reply.retryable and not cancelled, followups)
                 continue
             cost = (
-                price_of(self.judge.model, line.prompt_tokens, line.completion_tokens, batch=True)
+                price_of(self.judge.model, reply.prompt_tokens, reply.completion_tokens, batch=True)
                 if self.priced
                 else None
             )
-            tokens = line.prompt_tokens + line.completion_tokens
+            tokens = reply.tokens
             self.stats.tokens += tokens
             self.stats.batch_requests += 1
             if cost is not None:
@@ -389,7 +394,12 @@ class BatchExecutor:
                 m.cost_usd += cost
             used = self.reasks.get(key, 0)
             reading = read_reply(
-                line.text, line.refusal, self.shapes[key], used, self.client.secrets, line.logprobs
+                reply.text,
+                reply.refusal,
+                self.shapes[key],
+                used,
+                self.client.secrets,
+                reply.logprobs,
             )
             if reading.reask is not None:
                 self.reasks[key] = used + 1
@@ -487,6 +497,16 @@ class BatchExecutor:
             [s.id for s in statuses],
         )
 
+    async def _results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
+        """The batch's result lines; credentials rejected while downloading them stop
+        the run as they do everywhere else."""
+        try:
+            async for line in self.client.results(status):
+                yield line
+        except FaultRaised as exc:
+            raise_for_run(exc.fault)
+            raise
+
     def _say_detached(self) -> None:
         if self.open:
             ids = ", ".join(self.open)
@@ -530,13 +550,3 @@ async def _all(coros: Iterable[Any]) -> list[Any]:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _results(client: BatchClient, status: BatchStatus) -> AsyncIterator[Any]:
-    async for line in client.results(status):
-        yield line
-
-
-def _transient(failed: FaultRaised) -> bool:
-    """Whether asking the batch API again may help (429, 5xx, a dropped connection)."""
-    return failed.fault.kind in ("transient", "rate_limited")

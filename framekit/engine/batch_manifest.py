@@ -31,16 +31,16 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from framekit.engine import notice
+from framekit.judges.providers import BatchProtocol
 
 #: Local states: ``uploading`` (spool written, batch not yet created), ``submitted``
 #: (created; the provider is working), ``collected`` (every answer read),
 #: ``failed`` (rejected as a whole), ``cancelled``.
 STATES = ("uploading", "submitted", "collected", "failed", "cancelled")
 OPEN_STATES = frozenset({"uploading", "submitted"})
-PROVIDERS = ("openai", "anthropic")
 #: A manifest of 100,000 keys is about 7 MB; anything far larger is not one of ours.
 MAX_BYTES = 64 * 1024 * 1024
 
@@ -56,7 +56,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["local_id", "provider", "endpoint", "model", "keys", "spool", "state"],
     "properties": {
         "local_id": {"type": "string", "pattern": r"^[A-Za-z0-9_-]{1,64}$"},
-        "provider": {"enum": list(PROVIDERS)},
+        "provider": {"enum": list(get_args(BatchProtocol))},
         # http(s), and nothing a terminal would act on (control characters) when printed.
         "endpoint": {
             "type": "string",

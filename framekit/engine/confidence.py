@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from framekit.engine.prepare import Prepared
+from framekit.judges.cascade import Cascade
 from framekit.judges.local import LocalJudge
 
 
@@ -16,6 +17,8 @@ def confidence_method(share: Prepared) -> str:
     judge = share.judge
     if isinstance(judge, LocalJudge):
         return "calibrated offline"
+    if isinstance(judge, Cascade):  # its stages' methods: see framekit.engine.cascade
+        return "cascade"
     if judge.samples > 1:
         return f"self-consistency k={judge.samples}"
     return "logprobs"

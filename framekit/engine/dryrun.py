@@ -22,21 +22,24 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
 from framekit._aio import run_sync
 from framekit._errors import RecordError
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
+from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.planner import ChatPlan
-from framekit.engine.prepare import MappingValue, prepare
+from framekit.engine.prepare import MappingValue, Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
+from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import cost
 from framekit.judges.resolve import JudgeResolver
 
@@ -52,7 +55,8 @@ class RequestPlan:
 
     ``requests`` is what would be sent; ``unique_requests`` counts distinct requests
     before the cache, ``cached`` those already answered. ``local_texts`` counts distinct
-    texts the offline judge would embed that are not cached yet. ``skipped`` counts
+    texts the offline judge would embed that are not cached yet, ``likelihood_texts`` those
+    its likelihood scorer would read (the ``lm`` extra; about 1 per second). ``skipped`` counts
     evaluations that fail before any call (a null or empty required field). ``judges``
     names the judge models; ``local_judge`` says whether the offline judge is one of them.
     """
@@ -69,6 +73,9 @@ class RequestPlan:
     #: Why the cost is unknown, when it is.
     cost_unknown: str | None = None
     local_texts: int = 0
+    likelihood_texts: int = 0
+    #: Distinct texts of the offline judge already cached.
+    local_cached: int = 0
     local_judge: bool = False
     skipped: int = 0
     judges: list[str] = field(default_factory=list)
@@ -77,6 +84,12 @@ class RequestPlan:
     by_evaluator: dict[str, int] = field(default_factory=dict)
     #: Requests that would go through a provider batch API (priced at its discount).
     batch_requests: int = 0
+    #: The least time the requests take at the judges' ``rpm`` (judges run side by
+    #: side, so the slowest one's); ``None`` when some judge sends without an rpm.
+    min_seconds: float | None = None
+    #: Cascaded evaluator -> the share of rows expected to reach each stage (from a
+    #: calibration), or ``None``: every row counted at every stage, an upper bound.
+    cascades: dict[str, tuple[float, ...] | None] = field(default_factory=dict)
 
     @property
     def tokens(self) -> int:
@@ -108,13 +121,38 @@ class RequestPlan:
         elif self.batch_requests:
             cost += f"; {self.batch_requests} requests through the batch API"
         lines.append(f"  estimated cost: {cost}")
-        if self.local_judge:
+        for name, reach in self.cascades.items():
+            if reach is None:
+                lines.append(
+                    f"  cascade {name}: up to every row at every stage (requests and cost "
+                    "are upper bounds; a calibrated cascade gives expected figures)"
+                )
+            else:
+                shares = ", ".join(f"{r:.0%}" for r in reach)
+                lines.append(
+                    f"  cascade {name}: expected share of rows reaching each stage {shares}"
+                )
+        if self.requests and self.min_seconds is not None:
             lines.append(
-                f"  offline judge: {self.local_texts} texts to embed on the CPU "
-                "(the rest are cached), no API calls"
+                f"  estimated time: at least {self.min_seconds:.0f} s at the judge's rpm "
+                "(more if answers are slower than the pacing)"
+            )
+        if self.local_judge:
+            rest = " (the rest are cached)" if self.local_cached else ""
+            read = (
+                f" and {self.likelihood_texts} to read with the likelihood scorer"
+                if self.likelihood_texts
+                else ""
+            )
+            lines.append(
+                f"  offline judge: {self.local_texts} texts to embed on the CPU{read}{rest}, "
+                "no API calls"
             )
         if self.skipped:
-            lines.append(f"  {self.skipped} evaluations will fail before any call (null fields)")
+            lines.append(
+                f"  {self.skipped} evaluations will fail before any call "
+                "(null or empty required fields)"
+            )
         lines += [f"  warning: {w}; a real run would stop here" for w in self.warnings]
         return "\n".join(lines)
 
@@ -171,11 +209,12 @@ def plan_requests(
     store = existing_cache(cache)
     judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge model, prompt characters, by batch API, at list
-    # prices); insertion order = first use.
-    chats: dict[str, tuple[str, str, int, bool, bool]] = {}
+    # key -> (evaluator name, judge, prompt characters, at list prices, share of rows
+    # expected to ask it); insertion order = first use.
+    chats: dict[str, tuple[str, Judge, int, bool, float]] = {}
     priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
     texts: dict[str, None] = {}
+    likelihood_keys: set[str] = set()
     for frame in frames:
         plan.rows += frame.height
         plan.evaluations += frame.height * len(evs)
@@ -183,26 +222,43 @@ def plan_requests(
             continue
         # A real run's own steps: the records it prepares, the requests it plans.
         prepared = run_sync(prepare(frame, evs, mapping, judge_for))
-        planned = ChatPlan(prepared)
-        for key in planned:
-            if key not in chats:
-                sender = planned.judge(key)
-                messages = planned.request(key).messages
-                chars = sum(len(str(m.get("content") or "")) for m in messages)
-                if id(sender) not in priced:
-                    priced[id(sender)] = list_priced(sender)
-                name = planned[key][0][0].evaluator.name
-                entry = (name, sender.model, chars, sender.batch, priced[id(sender)])
-                # A sampled judge sends (and caches) each sample as a request of its own.
-                samples = sender.samples
-                for sub in [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]:
-                    chats[sub] = entry
+        # A cascade's stages are planned over every record, each weighted by the share
+        # of rows expected to reach it (1 without a calibration: "up to").
+        units: list[tuple[list[Prepared], float]] = [
+            ([s for s in prepared if not isinstance(s.judge, Cascade)], 1.0)
+        ]
         for share in prepared:
+            if isinstance(share.judge, Cascade):
+                plan.cascades[share.evaluator.name] = share.judge.expected_share
+                units += [([stage], reach) for stage, reach in planned_stages(share)]
+        for shares, reach in units:
+            planned = ChatPlan(shares)
+            for key in planned:
+                if key not in chats:
+                    sender = planned.judge(key)
+                    messages = planned.request(key).messages
+                    chars = sum(len(str(m.get("content") or "")) for m in messages)
+                    if id(sender) not in priced:
+                        priced[id(sender)] = list_priced(sender)
+                    name = planned[key][0][0].evaluator.name
+                    entry = (name, sender, chars, priced[id(sender)], reach)
+                    # A sampled judge sends (and caches) each sample as a request of its own.
+                    samples = sender.samples
+                    subs = [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]
+                    for sub in subs:
+                        chats[sub] = entry
+        for share in (s for shares, _ in units for s in shares):
             if isinstance(share.judge, LocalJudge):
+                read = share.scores_likelihood
                 for record in share.pending():
                     assert record.fields is not None
                     try:
-                        texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
+                        if read:
+                            hooks = cast(LikelihoodHooks, share.evaluator)
+                            scored = hooks.local_likelihood_inputs(record.fields)
+                            likelihood_keys.add(likelihood_key(scored))
+                        else:
+                            texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
                     except RecordError as exc:
                         record.fail(str(exc))
             plan.skipped += share.failures()
@@ -210,24 +266,33 @@ def plan_requests(
     hits = _present(store, keys)
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
-    for key, (name, model, chars, batch, listed) in chats.items():
+    expected: dict[str, float] = {}  # evaluator -> requests expected (a share of some)
+    for key, (name, sender, chars, listed, reach) in chats.items():
         if key in hits:
             continue
-        plan.requests += 1
-        plan.by_evaluator[name] += 1
+        expected[name] = expected.get(name, 0.0) + reach
         prompt = chars // 4
-        plan.prompt_tokens += prompt
-        plan.answer_tokens += ANSWER_TOKENS
-        plan.batch_requests += int(batch)
-        price = cost(model, prompt, ANSWER_TOKENS, batch=batch) if listed else None
+        plan.prompt_tokens += round(prompt * reach)
+        plan.answer_tokens += round(ANSWER_TOKENS * reach)
+        plan.batch_requests += int(sender.batch)
+        price = cost(sender.model, prompt, ANSWER_TOKENS, batch=sender.batch) if listed else None
         if price is None:
             plan.cost_known = False
             if not listed:
                 plan.cost_unknown = "a custom api_base has no list price"
         else:
-            plan.cost_usd = (plan.cost_usd or 0.0) + price
-    judges = judge_for.judges.values()
+            plan.cost_usd = (plan.cost_usd or 0.0) + price * reach
+    plan.by_evaluator.update({name: round(n) for name, n in expected.items()})
+    plan.requests = sum(plan.by_evaluator.values())
+    plan.min_seconds = _min_seconds([chats[k][1] for k in keys if k not in hits])
+    judges = [
+        stage
+        for j in judge_for.judges.values()
+        for stage in (j.judges if isinstance(j, Cascade) else (j,))
+    ]
     plan.local_texts = _uncached_texts(list(texts), judges, store)
+    plan.likelihood_texts = len(likelihood_keys) - len(_present(store, list(likelihood_keys)))
+    plan.local_cached = len(texts) - plan.local_texts
     plan.judges = sorted({j.model for j in judges})
     plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)
     if plan.requests:
@@ -253,3 +318,18 @@ def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> in
 def _count(n: int, noun: str) -> str:
     """``1 row``, ``2 rows``: an exact count, said right."""
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _min_seconds(senders: Sequence[Any]) -> float | None:
+    """The least time ``senders``' requests take at their judges' rpm (the judges run
+    side by side: the slowest one's), or ``None`` when one has no rpm (or is batched)."""
+    counts: dict[int, tuple[Any, int]] = {}
+    for judge in senders:
+        counts[id(judge)] = (judge, counts.get(id(judge), (judge, 0))[1] + 1)
+    seconds = 0.0
+    for judge, n in counts.values():
+        rpm = getattr(judge, "rpm", None)
+        if not rpm or getattr(judge, "batch", False):
+            return None
+        seconds = max(seconds, n * 60.0 / float(rpm))
+    return seconds

@@ -19,8 +19,6 @@ import numpy as np
 
 from framekit import _progress
 from framekit._errors import (
-    JudgeAuthenticationError,
-    JudgeConfigurationError,
     JudgeError,
     RecordError,
     one_line,
@@ -29,7 +27,7 @@ from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import Prepared, Record
 from framekit.engine.stats import RunStats
-from framekit.judges.faults import Fault
+from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 
@@ -111,11 +109,8 @@ async def _embed_with_retries(
             if fault is None:
                 raise
             # Faults every call would meet stop the run, as they do for chat calls.
-            if fault.kind == "auth":
-                raise JudgeAuthenticationError(fault.reason) from None
-            if fault.kind == "config":
-                raise JudgeConfigurationError(fault.reason) from None
-            if fault.kind not in ("transient", "rate_limited") or attempt == max_retries:
+            raise_for_run(fault)
+            if not fault.retryable or attempt == max_retries:
                 raise
             await asyncio.sleep(fault.retry_after or min(30.0, 0.5 * 2**attempt))
     raise AssertionError("unreachable")

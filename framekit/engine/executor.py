@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from framekit import _secrets
-from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, JudgeError
+from framekit._errors import JudgeConfigurationError, JudgeError
 from framekit.engine.cache import Cache, NullCache
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.sampling import sample_key, vote
 from framekit.engine.stats import RunStats
-from framekit.judges.faults import Fault
+from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest, Modes, read_reply
 from framekit.judges.transport import RawReply, Transport
@@ -321,7 +321,11 @@ class ChatExecutor:
             await self.limiter.acquire(estimate)
             mode = self.modes.current
             self.stats.requests_sent += 1
-            result = await self._transport.call(request, progress.messages, mode)
+            self.stats.sending += 1
+            try:
+                result = await self._transport.call(request, progress.messages, mode)
+            finally:
+                self.stats.sending -= 1
             if isinstance(result, Fault):
                 outcome = await self._handle_fault(result, mode, progress, key or str(id(request)))
             else:
@@ -338,15 +342,12 @@ class ChatExecutor:
         """
         limits, health = self.limits, self.limiter.health
         self.limiter.observe(fault.headers)
-        if fault.kind == "auth":
-            raise JudgeAuthenticationError(fault.reason) from None
-        if fault.kind == "config":
-            raise JudgeConfigurationError(fault.reason) from None
+        raise_for_run(fault)
         if fault.kind == "mode" and self.modes.rejected(mode):
             # The endpoint rejects this structured-output mode: the run falls back (other
             # workers may have already), and this request is sent again.
             return None
-        retryable = fault.kind in ("rate_limited", "transient")
+        retryable = fault.retryable
         if retryable:
             health.on_failure(key, fault.connect)
         self._stop_if_endpoint_is_down(fault)
@@ -354,8 +355,7 @@ class ChatExecutor:
         # spending the request's budget (the outage has its own).
         outage = health.in_outage and limits.max_retries > 0
         if not retryable or not (outage or progress.retries < limits.max_retries):
-            suffix = f" (after {progress.retries} retries)" if progress.retries else ""
-            return progress.outcome(None, fault.reason + suffix)
+            return progress.outcome(None, fault.given_up(progress.retries))
         self.stats.retries += 1
         if fault.kind == "rate_limited":
             self.stats.rate_limited += 1

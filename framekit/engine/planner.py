@@ -27,6 +27,7 @@ from framekit.engine.cache import Cache
 from framekit.engine.confidence import confidence_summary
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import Prepared, ProgressFn, Record
 from framekit.engine.stats import RunStats
@@ -217,8 +218,11 @@ async def run(
     del hits
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
+    likelihood = [share for share in prepared if share.scores_likelihood]
     if pending and embedding:
         await ready_embedders(embedding)
+    if pending and likelihood:
+        await ready_likelihood(likelihood)
     limiter_of = limiter_for or (lambda judge: None)
     await asyncio.gather(
         *(
@@ -232,6 +236,8 @@ async def run(
     )
     if embedding:
         await embedding_stage(embedding, cache, stats, show)
+    if likelihood:
+        await likelihood_stage(likelihood, cache, stats, show)
     for share in prepared:
         for record in share.records:
             record.report(report)  # what no stage has counted yet (e.g. a request not built)

@@ -43,6 +43,7 @@ from framekit.evaluators.base import (
     Verdict,
     canonical_fields,
 )
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.resolve import JudgeResolver
@@ -78,12 +79,17 @@ class Record:
     cost_usd: float | None = None
     cached: bool | None = None
     latency_s: float | None = None
+    #: The verdict's structured findings (Groundedness's claim list), if any.
+    details: dict[str, Any] | None = None
+    #: The model of the judge whose verdict stands, where a cascade chose one.
+    judge: str | None = None
     reported: bool = False  # already counted by the progress display
 
     def settle(self, verdict: Verdict) -> None:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
         self.value = min(1.0, max(0.0, float(verdict.value)))
         self.label, self.explanation = verdict.label, verdict.explanation
+        self.details = verdict.details
         self.confidence = verdict.confidence
         self.fields = self.answer = None
 
@@ -110,15 +116,26 @@ class Prepared:
     of the frame the record it is (``inverse``)."""
 
     evaluator: Evaluator
-    judge: Judge | LocalJudge
+    #: A cascade's share is settled stage by stage (:mod:`framekit.engine.cascade`).
+    judge: Judge | LocalJudge | Cascade
     records: list[Record]
     inverse: list[int] = field(default_factory=list)
 
     @property
     def embeds(self) -> bool:
-        """Whether its verdicts follow embeddings: the offline judge's, or of an LLM
-        judge's answers (AnswerRelevancy's regenerated questions)."""
-        return isinstance(self.judge, LocalJudge) or self.embeds_answers
+        """Whether its verdicts follow embeddings: the offline judge's (unless it reads
+        likelihoods), or of an LLM judge's answers (AnswerRelevancy's regenerated
+        questions)."""
+        return (
+            isinstance(self.judge, LocalJudge) and not self.scores_likelihood
+        ) or self.embeds_answers
+
+    @property
+    def scores_likelihood(self) -> bool:
+        """Whether the offline judge reads this evaluator with the likelihood scorer
+        (the ``lm`` extra: :meth:`LocalJudge.scores_likelihood
+        <framekit.judges.local.LocalJudge.scores_likelihood>`)."""
+        return isinstance(self.judge, LocalJudge) and self.judge.scores_likelihood(self.evaluator)
 
     @property
     def embeds_answers(self) -> bool:
@@ -177,7 +194,7 @@ async def prepare(
         names = [f for f in ev.fields if f in fields.available]
         row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
         records, inverse = distinct_records(fields.columns, names, frame.height, row_errors)
-        judge = judge_for(ev.judge)
+        judge = judge_for(ev.judge, ev.judge_options)
         await fit_to_context(records, judge)
         for record in records:
             _prepare_record(ev, record)
@@ -186,7 +203,7 @@ async def prepare(
 
 
 async def prepare_one(
-    evaluator: Evaluator, judge: Judge | LocalJudge, fields: Mapping[str, Any]
+    evaluator: Evaluator, judge: Judge | LocalJudge | Cascade, fields: Mapping[str, Any]
 ) -> Prepared:
     """One record (``Evaluator.score``), prepared as a frame's row would be; a record the
     evaluator cannot evaluate raises its :class:`~framekit._errors.RecordError` here."""
@@ -287,9 +304,14 @@ def distinct_records(
 _ALWAYS_FITS = 8_000
 
 
-async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge) -> None:
+async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | Cascade) -> None:
     """Cut the fields of over-long ``records`` (in place) to the judge's character
-    budget, each with the note for its explanation."""
+    budget, each with the note for its explanation (a cascade's: every stage's, so the
+    smallest window decides)."""
+    if isinstance(judge, Cascade):
+        for stage in judge.judges:
+            await fit_to_context(records, stage)
+        return
     if not isinstance(judge, Judge):
         return  # the local judge truncates to its model's 256 tokens by itself
     unsettled = [r for r in records if r.fields is not None]
@@ -302,7 +324,7 @@ async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge) -
         budget = await asyncio.to_thread(judge.char_budget)
     for record, size in zip(unsettled, sizes):
         if size > budget and record.fields is not None:
-            record.note = fit_record(record.fields, budget)
+            record.note = fit_record(record.fields, budget) or record.note
 
 
 def text_size(value: Any) -> int:

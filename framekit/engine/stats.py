@@ -29,6 +29,10 @@ class RunStats:
     tokens: int = 0
     cost_usd: float | None = None
     embeddings_computed: int = 0
+    #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
+    likelihoods_computed: int = 0
+    #: Requests on the wire right now (the progress display reads it live).
+    sending: int = 0
     elapsed_s: float = 0.0
     per_evaluator_failures: dict[str, int] = field(default_factory=dict)
     #: The first failed evaluation, as ``row N, <evaluator>: <error>`` (``None`` if none).
@@ -39,6 +43,12 @@ class RunStats:
     batches: list[str] = field(default_factory=list)
     #: The judge transports the run's calls went through ("http", "litellm").
     transports: list[str] = field(default_factory=list)
+    #: Per stage of each cascade (:mod:`framekit.engine.cascade`): ``evaluator``,
+    #: ``stage`` (1, 2...), ``judge``, ``escalate_below``, ``rows`` it was asked about,
+    #: ``rows_decided``, ``requests`` sent and ``cache_hits`` by the stage's run (shared
+    #: by the cascaded evaluators that reach a stage in one run), ``cost_usd`` paid for
+    #: this evaluator's distinct records (rows deduplicated into one count once).
+    stages: list[dict[str, Any]] = field(default_factory=list)
     #: Per evaluator: where its confidences came from (``method``: "logprobs",
     #: "calibrated offline", "self-consistency k=N", or ``None``), how many scored rows
     #: have one, its ``scoring``, and with ``scoring="expected"`` the rows that had to be
@@ -68,7 +78,7 @@ class RunStats:
         said = describe_confidence(self.confidence)
         if said:
             line += f"\nframekit: {said}"
-        return self.with_hints(line)
+        return self.with_hints("\n".join([line, *cascade_lines(self.stages)]))
 
     def with_hints(self, line: str) -> str:
         """``line``, then one ``framekit: hint:`` line per hint."""
@@ -76,6 +86,51 @@ class RunStats:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def add_stages(total: list[dict[str, Any]], part: list[dict[str, Any]]) -> None:
+    """Add the stage counts of one part of a run (a Parquet slice, a Ray block) to
+    ``total``, stage by stage: one entry per (evaluator, stage) however many parts."""
+    for entry in part:
+        same = next(
+            (
+                t
+                for t in total
+                if (t["evaluator"], t["stage"]) == (entry["evaluator"], entry["stage"])
+            ),
+            None,
+        )
+        if same is None:
+            total.append(dict(entry))
+            continue
+        for name in ("rows", "rows_decided", "requests", "cache_hits"):
+            same[name] = same.get(name, 0) + entry.get(name, 0)
+        if entry.get("cost_usd") is not None:
+            same["cost_usd"] = (same.get("cost_usd") or 0.0) + entry["cost_usd"]
+
+
+def cascade_lines(stages: list[dict[str, Any]]) -> list[str]:
+    """One line per cascaded evaluator: what each stage decided, sent and cost.
+
+    Examples
+    --------
+    >>> print(cascade_lines([
+    ...     {"evaluator": "rel", "stage": 1, "judge": "local/m", "rows": 10, "rows_decided": 7,
+    ...      "requests": 0, "cost_usd": None},
+    ...     {"evaluator": "rel", "stage": 2, "judge": "openai/big", "rows": 3, "rows_decided": 3,
+    ...      "requests": 3, "cost_usd": 0.0012}])[0])
+    framekit: cascade rel: local/m decided 7 of 10 rows (0 requests); openai/big decided 3 of 3 rows (3 requests, $0.0012)
+    """
+    by_evaluator: dict[str, list[str]] = {}
+    for s in stages:
+        cost = "" if s.get("cost_usd") is None else f", ${s['cost_usd']:.4f}"
+        requests, hits = s.get("requests", 0), s.get("cache_hits", 0)
+        cached = f", {hits} cached" if hits else ""
+        by_evaluator.setdefault(str(s["evaluator"]), []).append(
+            f"{s['judge']} decided {s['rows_decided']} of {s['rows']} rows "
+            f"({requests} request{'' if requests == 1 else 's'}{cached}{cost})"
+        )
+    return [f"framekit: cascade {name}: {'; '.join(parts)}" for name, parts in by_evaluator.items()]
 
 
 def _evaluators(stats: RunStats) -> str:

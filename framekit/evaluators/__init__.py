@@ -8,6 +8,7 @@
 from framekit.evaluators.answer_relevancy import AnswerRelevancy
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.conversation import Coherence, ResponseRelevance
+from framekit.evaluators.groundedness import ContextRecall, Groundedness
 from framekit.evaluators.retrieval import ContextRelevance, RetrievalRelevance
 from framekit.evaluators.rubric import ClassificationEvaluator, RubricEvaluator
 
@@ -15,8 +16,10 @@ __all__ = [
     "AnswerRelevancy",
     "ClassificationEvaluator",
     "Coherence",
+    "ContextRecall",
     "ContextRelevance",
     "Evaluator",
+    "Groundedness",
     "ResponseRelevance",
     "RetrievalRelevance",
     "RubricEvaluator",

@@ -162,12 +162,14 @@ def documents_text(docs: list[str]) -> str:
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The text of one chat message: string content, or the text parts of a parts list.
+    """The text of one chat message: string content, or the text parts of a parts list
+    joined with a space, as Strands Agents joins them.
 
     Examples
     --------
-    >>> message_text({"role": "user", "content": [{"type": "text", "text": "hi"}]})
-    'hi'
+    >>> message_text({"role": "user", "content": [{"type": "text", "text": "hi"},
+    ...                                           {"type": "text", "text": "there"}]})
+    'hi there'
     """
     content = message.get("content")
     if content is None:
@@ -184,7 +186,7 @@ def message_text(message: Mapping[str, Any]) -> str:
                     parts.append(f"[{part['type']}]")  # an image or file: say it was there
             elif part is not None:
                 parts.append(as_text(part))
-        return "\n".join(parts)
+        return " ".join(parts)
     return as_text(content)
 
 
@@ -241,32 +243,54 @@ def history_text(history: Any) -> str:
     return "\n\n".join(lines)
 
 
-def render(template: str, blocks: Mapping[str, str]) -> str:
-    """Fill ``{field}`` placeholders with delimited blocks; other braces stay as written."""
+def render(template: str, blocks: Mapping[str, str], *, escaped_braces: bool = False) -> str:
+    """Fill ``{field}`` placeholders with delimited blocks; other braces stay as written.
+
+    ``escaped_braces=True`` reads the template as Python's ``str.format`` (and Phoenix's
+    f-string templates) do: ``{{`` and ``}}`` stand for one brace each.
+
+    Examples
+    --------
+    >>> render('Reply {{"score": 1}} for {output}', {"output": "ok"}, escaped_braces=True)
+    'Reply {"score": 1} for [BEGIN DATA: output]\\nok\\n[END DATA: output]'
+    """
     parts = []
-    for literal, name in _compiled(template):
+    for literal, name in _compiled(template, escaped_braces):
         parts.append(literal)
         if name is not None:
             parts.append(data_block(name, blocks[name]) if name in blocks else f"{{{name}}}")
     return "".join(parts)
 
 
+# f-string reading: a doubled brace is one literal brace, scanned left to right with the
+# placeholders, so "{{{input}}}" is a brace, the placeholder, a brace (as str.format reads it).
+_FSTRING_TOKEN = re.compile(r"\{\{|\}\}|\{([a-zA-Z_][a-zA-Z0-9_]*)\}")
+
+
 @functools.lru_cache(maxsize=256)
-def _compiled(template: str) -> tuple[tuple[str, str | None], ...]:
+def _compiled(template: str, escaped_braces: bool = False) -> tuple[tuple[str, str | None], ...]:
     """A template split once into (literal text, placeholder name) pairs."""
     pieces: list[tuple[str, str | None]] = []
+    literal: list[str] = []
     last = 0
-    for match in _PLACEHOLDER.finditer(template):
-        pieces.append((template[last : match.start()], match.group(1)))
+    pattern = _FSTRING_TOKEN if escaped_braces else _PLACEHOLDER
+    for match in pattern.finditer(template):
+        literal.append(template[last : match.start()])
         last = match.end()
-    pieces.append((template[last:], None))
+        if match.group(1) is None:  # an escaped brace
+            literal.append(match.group()[0])
+            continue
+        pieces.append(("".join(literal), match.group(1)))
+        literal = []
+    literal.append(template[last:])
+    pieces.append(("".join(literal), None))
     return tuple(pieces)
 
 
-def placeholders(template: str) -> list[str]:
+def placeholders(template: str, *, escaped_braces: bool = False) -> list[str]:
     """The ``{field}`` names a template uses, in order of first appearance."""
     seen: list[str] = []
-    for name in _PLACEHOLDER.findall(template):
-        if name not in seen:
+    for _, name in _compiled(template, escaped_braces):
+        if name is not None and name not in seen:
             seen.append(name)
     return seen

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from framekit._errors import InputError, RecordError
+from framekit._score import Direction
 from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import require_nonempty
@@ -118,8 +119,18 @@ class AnswerRelevancy(Evaluator):
         version: str = DEFAULT_VERSION,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        direction: Direction | None = None,
+        **decoding: Any,
     ) -> None:
-        super().__init__(name=name, threshold=threshold, judge=judge, llm=llm, model=model)
+        super().__init__(
+            name=name,
+            threshold=threshold,
+            judge=judge,
+            llm=llm,
+            model=model,
+            direction=direction,
+            **decoding,
+        )
         if not include_inputs:
             raise InputError(
                 f"{self.name}: include_inputs=False has no meaning here: the score compares "

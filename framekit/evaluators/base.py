@@ -1,8 +1,8 @@
 """The shape every evaluator shares.
 
 An evaluator turns one record (a dict of canonical fields: ``input``, ``output``,
-``context``, ``history``) into a :class:`~framekit.Score`. It never calls a judge itself:
-it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
+``context``, ``history``, ``reference``) into a :class:`~framekit.Score`. It never calls
+a judge itself: it *describes* the work (a chat request, texts to embed) and *interprets* the answers,
 so that the engine can deduplicate, cache, pace and retry every call for a whole frame.
 """
 
@@ -15,9 +15,10 @@ from dataclasses import dataclass, replace
 from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from framekit._errors import InputError, MappingError, RecordError
+from framekit._errors import InputError, JudgeConfigurationError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
 from framekit._score import Direction, Score
+from framekit.judges.decoding import check_decoding
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +29,12 @@ if TYPE_CHECKING:
 from framekit.judges.logprobs import expected_score
 from framekit.judges.request import ChatRequest
 
-FIELDS = ("input", "output", "context", "history")
+#: ``reference`` is the text a response or the documents are checked against: the
+#: reference (gold) answer for ContextRecall, as Ragas names it, and whatever a copied
+#: Phoenix template's ``{reference}`` shows (Phoenix's "reference text", often the
+#: retrieved document: map that column to ``reference`` and the template runs as
+#: written). It was once an alias of ``context``; one name now means one field.
+FIELDS = ("input", "output", "context", "history", "reference")
 
 #: How a verdict's score is read: the answered label's score, or the probability-weighted
 #: score over the rubric (G-Eval's), when the judge's label probabilities are known.
@@ -37,16 +43,15 @@ SCORINGS = ("label", "expected")
 
 #: Field names other projects use, accepted in ``mapping=`` and ``score(...)``: Fiddler's
 #: ContextRelevance reads ``user_query`` and ``retrieved_documents``; Phoenix's templates
-#: say ``query`` and ``reference``.
+#: say ``query``.
 FIELD_ALIASES = {
     "user_query": "input",
     "query": "input",
     "retrieved_documents": "context",
-    "reference": "context",
 }
 
 #: Aliases unambiguous enough to pick a column by its name when no mapping is given.
-#: ("reference" often names a gold answer, and "query" a search string: map those.)
+#: ("query" often names a search string: map it.)
 COLUMN_ALIASES = ("user_query", "retrieved_documents")
 
 
@@ -91,12 +96,18 @@ def pick_judge(
 @dataclass(frozen=True)
 class Verdict:
     """An evaluator's reading of the judge's answer for one record; ``confidence`` is the
-    judge's probability of it (``None``: the judge gives none)."""
+    judge's probability of it (``None``: the judge gives none).
+
+    ``details`` holds structured findings behind the verdict (Groundedness's claim list),
+    JSON-ready; it reaches ``Score.metadata["details"]`` and the ``<name>_details`` column
+    of ``details=True``.
+    """
 
     value: float
     label: str | None
     explanation: str | None
     confidence: float | None = None
+    details: dict[str, Any] | None = None
 
 
 def snake_case(name: str) -> str:
@@ -123,6 +134,8 @@ class Evaluator(ABC):
     default_threshold: ClassVar[float] = 0.5
     direction: Direction = "maximize"
     version: str = "v0"
+    #: Whether verdicts carry ``details`` (a ``<name>_details`` column with details=True).
+    has_details: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -132,7 +145,9 @@ class Evaluator(ABC):
         judge: JudgeLike | None = None,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        direction: Direction | None = None,
         scoring: Scoring = "label",
+        **decoding: Any,
     ) -> None:
         self.name = name or snake_case(type(self).__name__)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", self.name):
@@ -145,6 +160,13 @@ class Evaluator(ABC):
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
         self.judge = pick_judge(self.name, judge, llm, model)
+        if direction is not None:
+            if direction not in ("maximize", "minimize"):
+                raise InputError(f"{self.name}: direction must be 'maximize' or 'minimize'")
+            self.direction = direction
+        #: Decoding options for this evaluator's judge (``temperature=``, ``max_tokens=``,
+        #: as Phoenix takes them): the run uses a copy of the judge with them set.
+        self.judge_options: dict[str, Any] = check_decoding(self.name, decoding)
         if scoring not in SCORINGS:
             raise InputError(f"{self.name}: scoring must be 'label' or 'expected', got {scoring!r}")
         self.scoring: Scoring = scoring
@@ -158,6 +180,14 @@ class Evaluator(ABC):
     def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
         """Raise :class:`MappingError` when a required field has no source."""
         missing = [f for f in self.required_fields if f not in available]
+        if missing and missing[0] in columns:
+            # mapping={} (or one that leaves the field out) with a column of that name.
+            raise MappingError(
+                f"evaluator {self.name!r} needs field {missing[0]!r}, which the mapping "
+                f"leaves out; a column {missing[0]!r} exists: map it with "
+                f"mapping={{{missing[0]!r}: {missing[0]!r}}}, or leave out mapping to read "
+                "the columns named like the fields"
+            )
         if missing:
             raise MappingError(
                 f"evaluator {self.name!r} needs field {missing[0]!r}, which is not mapped; "
@@ -234,11 +264,19 @@ class Evaluator(ABC):
     # -- offline judge path ---------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         """Texts the offline judge must embed for this record."""
-        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+        raise self._no_offline_method()
 
     def local_verdict(self, record: Mapping[str, Any], vectors: list[np.ndarray]) -> Verdict:
         """The offline verdict from the embeddings of :meth:`local_texts`."""
-        raise NotImplementedError(f"{type(self).__name__} has no offline method")
+        raise self._no_offline_method()
+
+    def _no_offline_method(self) -> JudgeConfigurationError:
+        return JudgeConfigurationError(
+            f"{type(self).__name__} {self.name!r} has no offline method: the local judge "
+            "scores the built-in evaluators only (embedding similarity); give this "
+            "evaluator an LLM judge (judge='openai/gpt-4o-mini', or any OpenAI-compatible "
+            "endpoint with api_base=)"
+        )
 
     # -- one record -----------------------------------------------------------------
     def make_score(

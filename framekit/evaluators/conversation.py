@@ -12,16 +12,17 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import RecordError
+from framekit._score import Direction
 from framekit.evaluators import _messages, _prompt
 from framekit.evaluators.base import Scoring, Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
-from framekit.evaluators.templates import DEFAULT_VERSION
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     import numpy as np
 
     from framekit.judges.judge import JudgeLike
+    from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 
 
 class ConversationEvaluator(RubricEvaluator):
@@ -44,10 +45,12 @@ class ConversationEvaluator(RubricEvaluator):
         judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
-        version: str = DEFAULT_VERSION,
+        version: str | None = None,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
+        direction: Direction | None = None,
         scoring: Scoring = "label",
+        **decoding: Any,
     ) -> None:
         super().__init__(
             name=name,
@@ -58,7 +61,9 @@ class ConversationEvaluator(RubricEvaluator):
             version=version,
             llm=llm,
             model=model,
+            direction=direction,
             scoring=scoring,
+            **decoding,
         )
         extra = self.spec.extra
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
@@ -183,15 +188,18 @@ class ResponseRelevance(ConversationEvaluator):
 
 
 class Coherence(ConversationEvaluator):
-    """Whether the response is logically consistent, flows naturally and is well organised.
+    """Whether the response reasons soundly and holds together: a five-level rubric.
 
     Labels and scores: Not At All 0.0, Not Generally 0.25, Neutral/Mixed 0.5,
     Generally Yes 0.75, Completely Yes 1.0; passes at >= 0.5. The default template
-    (``version="v1"``) follows Strands Agents' CoherenceEvaluator: the judge reasons step
-    by step about logical consistency (no contradictions, within the response or with
-    earlier turns; no gaps), natural flow and organisation; Neutral/Mixed means both
-    coherent and incoherent elements. ``version="v0"`` is framekit's first rubric
-    (contradictions and gaps in logic only), kept to reproduce earlier runs.
+    (``version="v2"``) asks what Strands Agents' CoherenceEvaluator and its source
+    document ask: self-contradictions (within the response or with earlier turns), logic
+    gaps and errors, the soundness of the reasoning on its own premises as distinct from
+    its correctness (flawed reasoning loses even with a right answer), tool output
+    outranking the model's own claims, then flow and organisation; Neutral/Mixed means
+    both coherent and incoherent elements. ``version="v1"`` (consistency, flow and
+    organisation only, the default until framekit issue 27) and ``version="v0"``
+    (framekit's first rubric) are kept, so their cached scores reproduce.
 
     Fields: ``output`` (the response), optional ``input`` (the request) and ``history``
     (earlier turns as messages, tool calls included, or a string). Only the most recent
@@ -208,7 +216,7 @@ class Coherence(ConversationEvaluator):
     include_inputs
         ``False`` leaves the request out of the prompt (and out of the offline measure).
     version
-        Prompt template version (``"v1"``, or ``"v0"``).
+        Prompt template version (``"v2"``, ``"v1"`` or ``"v0"``).
 
     Notes
     -----
@@ -232,6 +240,7 @@ class Coherence(ConversationEvaluator):
     """
 
     template_name = "coherence"
+    default_version = "v2"
     required_fields = ("output",)
     optional_fields = ("input", "history")
 
@@ -245,3 +254,19 @@ class Coherence(ConversationEvaluator):
 
         shown = record if self.include_inputs else {**record, "input": None}
         return _local.coherence_verdict(self, shown, vectors)
+
+    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput:
+        """What the offline likelihood scorer reads (``framekit[lm]``): the request as the
+        user's turn and the response; the engine's offline path calls this, then
+        :meth:`likelihood_verdict`, when the extra is installed."""
+        from framekit.evaluators import _offline_support
+
+        shown = record if self.include_inputs else {**record, "input": None}
+        return _offline_support.coherence_likelihood_input(shown)
+
+    def likelihood_verdict(self, record: Mapping[str, Any], result: Likelihood) -> Verdict:
+        """The five labels from the response's mean token log-probability, by cut points
+        fitted on SummEval's expert coherence ratings."""
+        from framekit.evaluators import _offline_support
+
+        return _offline_support.coherence_likelihood_verdict(self, result)

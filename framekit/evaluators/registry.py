@@ -14,6 +14,8 @@ BUILTIN_EVALUATORS = {
     "answer_relevancy": "AnswerRelevancy",
     "context_relevance": "ContextRelevance",
     "retrieval_relevance": "RetrievalRelevance",
+    "groundedness": "Groundedness",
+    "context_recall": "ContextRecall",
 }
 
 

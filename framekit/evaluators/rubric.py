@@ -73,6 +73,10 @@ class RubricEvaluator(Evaluator):
     template_name: ClassVar[str] = ""
     #: Why ``include_inputs=False`` has no meaning for this evaluator (``None``: it has one).
     needs_input_reason: ClassVar[str | None] = None
+    #: Whether ``{{`` and ``}}`` in :attr:`prompt_template` stand for one brace.
+    escaped_braces: bool = False
+    #: The template version used unless ``version=`` says otherwise.
+    default_version: ClassVar[str] = DEFAULT_VERSION
 
     def __init__(
         self,
@@ -82,23 +86,32 @@ class RubricEvaluator(Evaluator):
         judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
-        version: str = DEFAULT_VERSION,
+        version: str | None = None,
         include_explanation: bool = True,
         llm: JudgeLike | None = None,
         model: JudgeLike | None = None,
         spec: TemplateSpec | None = None,
+        direction: Direction | None = None,
         scoring: Scoring = "label",
+        **decoding: Any,
     ) -> None:
         super().__init__(
-            name=name, threshold=threshold, judge=judge, llm=llm, model=model, scoring=scoring
+            name=name,
+            threshold=threshold,
+            judge=judge,
+            llm=llm,
+            model=model,
+            direction=direction,
+            scoring=scoring,
+            **decoding,
         )
         if not include_inputs and self.needs_input_reason:
             raise InputError(
                 f"{self.name}: include_inputs=False has no meaning here: {self.needs_input_reason}"
             )
-        self.version = version
+        self.version = version or self.default_version
         # A built-in rubric reads its template file; a custom one brings its own spec.
-        self.spec: TemplateSpec = spec or load_template(self.template_name, version)
+        self.spec: TemplateSpec = spec or load_template(self.template_name, self.version)
         self.choices: dict[str, float] = dict(self.spec.choices)
         self.system_prompt: str = self.spec.system if system_prompt is None else system_prompt
         self.prompt_template: str = self.spec.user
@@ -116,7 +129,7 @@ class RubricEvaluator(Evaluator):
         for field, value in record.items():
             if value is None:
                 continue
-            if field == "context":
+            if field == "context" or (field == "reference" and not isinstance(value, str)):
                 texts[field] = _prompt.documents_text(as_documents(value))
             elif field == "history":
                 texts[field] = _prompt.history_text(value)
@@ -164,7 +177,9 @@ class RubricEvaluator(Evaluator):
         return self.field_texts(record)
 
     def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
-        user = _prompt.render(self.prompt_template, self.template_blocks(record))
+        user = _prompt.render(
+            self.prompt_template, self.template_blocks(record), escaped_braces=self.escaped_braces
+        )
         # An empty system prompt sends none: the template alone is the instruction.
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": user})
@@ -217,12 +232,18 @@ class ClassificationEvaluator(RubricEvaluator):
         Column prefix of the results.
     prompt_template
         Text with ``{field}`` (or mustache ``{{field}}``) placeholders: ``input``,
-        ``output``, ``context``, ``history``, or the aliases ``query``/``user_query``
-        (input) and ``reference``/``retrieved_documents`` (context). Each becomes a
-        delimited data block.
+        ``output``, ``context``, ``history``, ``reference``, or the aliases
+        ``query``/``user_query`` (input) and ``retrieved_documents`` (context). Each
+        becomes a delimited data block. ``{reference}`` shows the ``reference`` field, as
+        Phoenix's templates show their reference text: map the column it comes from
+        (``mapping={"reference": "docs"}``; a column named ``reference`` is read as it
+        is). As in Phoenix, a template without a mustache ``{{field}}`` is read as an
+        f-string: ``{{`` and ``}}`` are escaped braces, sent as one.
     choices
-        Label -> score in [0, 1], or Phoenix's label -> (score, description); the
-        descriptions go into the answer schema.
+        Label -> score in [0, 1], or Phoenix's label -> (score, description). The labels
+        go into the answer schema as an ``enum`` (so a strict decoder enforces them;
+        OpenAI's strict mode takes no ``oneOf``), with one description naming each
+        described label; empty descriptions are left out.
     direction
         ``"maximize"`` (higher is better) or ``"minimize"``.
     judge, llm, model
@@ -242,6 +263,10 @@ class ClassificationEvaluator(RubricEvaluator):
         ``"label"`` (default): the answered label's score; ``"expected"``: the
         probability-weighted score over the labels where the judge reports their
         probabilities (see :class:`~framekit.evaluators.base.Evaluator`).
+    **decoding
+        ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``, as Phoenix
+        forwards them: this evaluator's judge runs with them set (a copy of the judge;
+        part of the cache key). Every evaluator takes them, and ``direction=``.
 
     Examples
     --------
@@ -258,7 +283,7 @@ class ClassificationEvaluator(RubricEvaluator):
     ...     choices={"relevant": 1.0, "unrelated": 0.0},
     ... )
     >>> rag.required_fields, rag.judge
-    (('input', 'context'), 'openai/gpt-4o-mini')
+    (('input', 'reference'), 'openai/gpt-4o-mini')
     """
 
     def __init__(
@@ -276,6 +301,7 @@ class ClassificationEvaluator(RubricEvaluator):
         system_prompt: str | None = None,
         include_inputs: bool = True,
         scoring: Scoring = "label",
+        **decoding: Any,
     ) -> None:
         if isinstance(choices, str) and not isinstance(direction, str):
             # Phoenix's positional order: (name, llm, prompt_template, choices).
@@ -299,16 +325,24 @@ class ClassificationEvaluator(RubricEvaluator):
         scores, descriptions = _read_choices(name, choices)
         if direction not in ("maximize", "minimize"):
             raise InputError(f"{name}: direction must be 'maximize' or 'minimize'")
-        template = _MUSTACHE.sub(
-            lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0),
-            prompt_template,
+        # Read as Phoenix reads it: a mustache template when it has a {{variable}}, else
+        # an f-string template, where {{ and }} are escaped braces ({{"k": 1}} is sent
+        # as {"k": 1}).
+        mustache = _MUSTACHE.search(prompt_template) is not None
+        template = (
+            _MUSTACHE.sub(
+                lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0),
+                prompt_template,
+            )
+            if mustache
+            else prompt_template
         )
-        names = _prompt.placeholders(template)
+        names = _prompt.placeholders(template, escaped_braces=not mustache)
         unknown = [f for f in names if not _field_of(f)]
         if unknown:
             raise InputError(
                 f"{name}: template placeholder {{{unknown[0]}}} is not a field; "
-                "use {input}, {output}, {context} or {history} "
+                "use {input}, {output}, {context}, {history} or {reference} "
                 f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
             )
         if not names:
@@ -332,12 +366,16 @@ class ClassificationEvaluator(RubricEvaluator):
             include_explanation=include_explanation,
             spec=spec,
             scoring=scoring,
+            **decoding,
         )
+        #: Whether {{ and }} in the template stand for one brace (f-string templates).
+        self.escaped_braces = not mustache
         #: placeholder -> the field it shows.
         self.placeholder_fields = {ph: _field_of(ph) for ph in names}
         self.required_fields = tuple(dict.fromkeys(self.placeholder_fields.values()))  # type: ignore[misc]
         self.direction = direction
-        self.label_descriptions = descriptions or None
+        # Labels without a description say nothing: they are left out of the schema.
+        self.label_descriptions = {k: v for k, v in descriptions.items() if v.strip()} or None
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
         texts = self.field_texts(record)

@@ -20,6 +20,7 @@ from framekit._provenance import source_label
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import resolve_cache
 from framekit.engine.prepare import MappingValue
+from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.io._assemble import _write_empty
@@ -91,6 +92,9 @@ async def _evaluate_files(
                 continue
             # This slice's own statistics, never fk.last_run(): another thread's run may
             # have finished in between.
+            live = RunStats()
+            if job.bar is not None:
+                job.bar.stats = live  # its requests in flight, shown as "sending"
             scored, stats = await evaluate_with_stats(
                 read(offset, length),
                 evs,
@@ -100,6 +104,7 @@ async def _evaluate_files(
                 progress=job.bar.report if job.bar is not None else False,
                 details=opts.details,
                 overwrite=opts.overwrite,
+                stats=live,
             )
             job.file_slice(i, scored.select(_result_columns(evs, opts.details)), stats)
             del scored

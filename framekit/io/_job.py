@@ -20,7 +20,7 @@ import polars as pl
 
 from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
-from framekit._progress import RowBar
+from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats, record_last
@@ -30,7 +30,7 @@ from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
-from framekit.io._run import ParquetRun, _add_stats, _failed_rows
+from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _top_error
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
 from framekit.judges.judge import JudgeLike
 from framekit.judges.resolve import JudgeResolver
@@ -85,7 +85,7 @@ class ParquetJob:
             needed_columns(self.schema, mapping, self.evaluators) or list(self.schema)[:1]
         )
         self._parts: _Parts | None = None
-        self._bar: RowBar | None = None
+        self._bar: RunProgress | None = None
         self._sources: Any = None
         self._cache: Cache | None = None
         self._saved_at_open = 0
@@ -123,11 +123,11 @@ class ParquetJob:
         skipped = sum(self.slices[i][1] for i in done)
         self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
         if self.options.progress and total:
-            self._bar = RowBar(total, skipped, len(self.evaluators))
+            self._bar = RunProgress(total, len(self.evaluators), initial_rows=skipped)
         return done
 
     @property
-    def bar(self) -> RowBar | None:
+    def bar(self) -> RunProgress | None:
         """The progress bar over every row (``None`` without ``progress``)."""
         return self._bar
 
@@ -153,7 +153,7 @@ class ParquetJob:
         resolver = JudgeResolver(judge)
         record = _provenance.build(
             self.evaluators,
-            [resolver(ev.judge) for ev in self.evaluators],
+            [resolver(ev.judge, ev.judge_options) for ev in self.evaluators],
             self.mapping,
             self.run.stats,
             source=source or _provenance.source_label(self.files),
@@ -214,6 +214,7 @@ class ParquetJob:
         run = self.run
         assert run is not None, "open() first"
         run.failed_rows = _failed_rows(self.dest, self.evaluators)
+        run.top_error = _top_error(self.dest, self.evaluators) if run.failed_rows else None
         run.elapsed_s = run.stats.elapsed_s = time.perf_counter() - self.started
         record_last(run.stats)
         if self.options.progress:

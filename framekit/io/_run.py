@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats, add_confidence
+from framekit.engine.stats import RunStats, add_confidence, add_stages, cascade_lines
 from framekit.evaluators.base import Evaluator
 
 
@@ -29,6 +29,8 @@ class ParquetRun:
     skipped_slices: int = 0
     skipped_rows: int = 0
     failed_rows: int = 0
+    #: The most common error message in the destination and how many evaluations had it.
+    top_error: tuple[str, int] | None = None
     stats: RunStats = field(default_factory=RunStats)
     elapsed_s: float = 0.0
 
@@ -40,14 +42,18 @@ class ParquetRun:
             else ""
         )
         line = (
-            f"framekit: wrote {self.rows} rows to {self.destination} in {self.elapsed_s:.1f}s "
-            f"({self.slices} slice{'' if self.slices == 1 else 's'}{resumed}); {self.stats.requests_sent} requests sent, "
-            f"{self.stats.cache_hits} cache hits, {self.failed_rows} rows with errors"
+            f"framekit: wrote {_rows(self.rows)} to {self.destination} in {self.elapsed_s:.1f}s "
+            f"({self.slices} slice{'' if self.slices == 1 else 's'}{resumed}); "
+            f"{self.stats.requests_sent} requests sent, {self.stats.cache_hits} cache hits, "
+            f"{_rows(self.failed_rows)} with errors"
         )
+        if self.top_error is not None:
+            message, count = self.top_error
+            line += f" (most common, {count}x: {message})"
         if self.stats.batch_requests:
             cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
             line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
-        return self.stats.with_hints(line)
+        return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
@@ -60,6 +66,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "hints",
             "transports",
             "provenance",
+            "stages",
             "confidence",
         ):
             continue
@@ -70,10 +77,33 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
     add_confidence(total.confidence, part.confidence)
     total.first_error = total.first_error or part.first_error
+    add_stages(total.stages, part.stages)
     total.transports += [t for t in part.transports if t not in total.transports]
     # Every slice would give the same advice: once is enough.
     if part.hints and not total.hints:
         total.hints = list(part.hints)
+
+
+def _rows(n: int) -> str:
+    return f"{n} row" + ("" if n == 1 else "s")
+
+
+def _top_error(path: Path, evaluators: Sequence[Evaluator]) -> tuple[str, int] | None:
+    """The most common error message of the file's error columns, and its count."""
+    errors = pl.concat(
+        [
+            pl.scan_parquet(path).select(pl.col(column(ev.name, "error")).alias("error"))
+            for ev in evaluators
+        ]
+    ).drop_nulls()
+    top = (
+        errors.group_by("error")
+        .len()
+        .sort(["len", "error"], descending=[True, False])
+        .head(1)
+        .collect()
+    )
+    return None if top.height == 0 else (str(top["error"][0]), int(top["len"][0]))
 
 
 def _failed_rows(path: Path, evaluators: Sequence[Evaluator]) -> int:

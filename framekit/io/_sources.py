@@ -44,7 +44,7 @@ def resolve_sources(source: SourceLike) -> list[Path]:
     >>> resolve_sources("no/such/file.parquet")
     Traceback (most recent call last):
     ...
-    framekit._errors.InputError: no such file: 'no/such/file.parquet'
+    framekit.InputError: no such file: 'no/such/file.parquet'
     """
     if isinstance(source, (str, os.PathLike)):
         items: list[Any] = [source]

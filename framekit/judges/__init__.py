@@ -2,6 +2,7 @@
 offline :class:`LocalJudge`.
 
 - ``judge``: :class:`Judge`, and :func:`resolve_judge` (what ``judge=`` becomes);
+- ``cascade``: :class:`Cascade`, judges tried in order on the rows the last was unsure of;
 - ``endpoint``, ``credentials``, ``providers``: the immutable values a judge hands its
   transport, where its key is read from, and the one table of providers;
 - ``request``: what an evaluator asks (:class:`ChatRequest`) and how a reply is read;
@@ -10,6 +11,7 @@ offline :class:`LocalJudge`.
   ``pricing``: list prices; ``local/``: the offline judge.
 """
 
+from framekit.judges.cascade import Cascade
 from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
 from framekit.judges.judge import Judge, JudgeLike
@@ -19,6 +21,7 @@ from framekit.judges.resolve import resolve_judge
 from framekit.judges.transport import RawReply, Transport
 
 __all__ = [
+    "Cascade",
     "ChatRequest",
     "Decoding",
     "Endpoint",

@@ -1,12 +1,16 @@
 """What went wrong with a judge call, as a verdict the engine can act on.
 
-Each transport classifies its own failures into a :class:`Fault` at its boundary (as
+Each client classifies its own failures into a :class:`Fault` at its boundary (as
 httpx maps httpcore's errors in one table), so the engine never imports a client
-library: the HTTP transport in :mod:`framekit.judges.http`, litellm's in
-:mod:`framekit.judges.litellm.call`, the batch clients in
-:mod:`framekit.judges.batch.base`. This module holds what they share. Only transient failures (429, 5xx, timeouts, dropped connections) are retried;
-deterministic ones (400, context too long, refusals) fail the row at once, and a 401/403
-stops the run because every other row would fail the same way.
+library: litellm's exceptions in :mod:`framekit.judges.litellm.call`, aiohttp's and
+every HTTP status in :mod:`framekit.judges.http` (the HTTP transport and the batch
+clients alike; a batch client raises nothing but a
+:class:`~framekit._errors.FaultRaised`). This module holds what they share and what a
+verdict means for the run: only transient failures (429, 5xx, timeouts, dropped
+connections) are retried (:attr:`Fault.retryable`); deterministic ones (400, context
+too long, refusals) fail the row at once; rejected credentials and a judge that cannot
+work as configured stop the run (:func:`raise_for_run`), because every other row would
+fail the same way.
 """
 
 from __future__ import annotations
@@ -19,12 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-from framekit._errors import one_line
+from framekit._errors import JudgeAuthenticationError, JudgeConfigurationError, one_line
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 Kind = Literal["rate_limited", "transient", "auth", "mode", "fatal", "config"]
+#: The kinds that asking again may cure.
+RETRYABLE: frozenset[Kind] = frozenset({"rate_limited", "transient"})
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,15 @@ class Fault:
     status: int | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    @property
+    def retryable(self) -> bool:
+        """Whether asking again may help (429, 5xx, a timeout, a dropped connection)."""
+        return self.kind in RETRYABLE
+
+    def given_up(self, retries: int) -> str:
+        """The row's error once no retry is left: the reason, and how many were spent."""
+        return self.reason + (f" (after {retries} retries)" if retries else "")
+
     @classmethod
     def rate_limited(cls, headers: Mapping[str, str]) -> Fault:
         """A 429, paused for as long as its headers say (every transport words it so)."""
@@ -59,6 +74,17 @@ class Fault:
     def rejected_credentials(cls, name: str, status: int | None) -> Fault:
         """A 401/403: the run stops, since every other call would fail the same way."""
         return cls("auth", f"the judge endpoint rejected the credentials ({name}, HTTP {status})")
+
+
+def raise_for_run(fault: Fault) -> None:
+    """Raise the run's one error when ``fault`` means no row could succeed: rejected
+    credentials (:class:`~framekit.JudgeAuthenticationError`) or a judge that cannot
+    work as configured (:class:`~framekit.JudgeConfigurationError`). Chat calls, batch
+    API calls and embedding calls all stop on these, and only on these, at once."""
+    if fault.kind == "auth":
+        raise JudgeAuthenticationError(fault.reason) from None
+    if fault.kind == "config":
+        raise JudgeConfigurationError(fault.reason) from None
 
 
 def parse_retry_after(value: str | None, now: float | None = None) -> float | None:

@@ -18,6 +18,7 @@ import asyncio
 import json
 import time
 import weakref
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
@@ -202,8 +203,6 @@ class HttpTransport:
             status, headers, payload = await bounded(self._post(session, data), self.limits.timeout)
         except asyncio.CancelledError:
             raise
-        except (asyncio.TimeoutError, TimeoutError):
-            return Fault("transient", TIMEOUT)
         except Exception as exc:
             return exception_fault(exc, self.secrets)
         latency = time.perf_counter() - started
@@ -212,8 +211,19 @@ class HttpTransport:
             self.logprobs_refused = True
             return await self.call(request, messages, mode)
         if status != 200:
-            return self._status_fault(status, headers, payload)
-        return self._reply(payload, headers, latency)
+            return status_fault(status, headers, payload, self.secrets)
+        try:
+            reply = read_completion(json.loads(payload), headers)
+        except ValueError:
+            reply = None
+        if reply is None:
+            # A torn or garbled body from a proxy: the next attempt may be whole.
+            return Fault("transient", "APIError: the judge's answer was not a chat completion")
+        price = self._price
+        if price is not None:
+            reply.cost_usd = price.cost(reply.prompt_tokens, reply.completion_tokens)
+        reply.latency_s = latency
+        return reply
 
     async def _post(
         self, session: aiohttp.ClientSession, data: bytes
@@ -222,56 +232,66 @@ class HttpTransport:
             payload = await response.read()
             return response.status, keep_headers(response.headers), payload
 
-    def _reply(self, payload: bytes, headers: dict[str, str], latency: float) -> RawReply | Fault:
-        try:
-            data = json.loads(payload)
-            message = data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            # A torn or garbled body from a proxy: the next attempt may be whole.
-            return Fault("transient", "APIError: the judge's answer was not a chat completion")
+
+def read_completion(data: Any, headers: dict[str, str] | None = None) -> RawReply | None:
+    """The reply in an OpenAI chat-completion body (the HTTP transport's answer, a line of
+    an OpenAI batch's output), unpriced and untimed; ``None`` when it is not one.
+
+    A forced tool call's arguments stand for the text when there is none.
+    """
+    try:
+        message = data["choices"][0]["message"]
         text = message.get("content")
         tool_calls = message.get("tool_calls")
         if tool_calls and not text:
             text = (tool_calls[0].get("function") or {}).get("arguments")
         usage = data.get("usage") or {}
-        prompt = int(usage.get("prompt_tokens") or 0)
-        completion = int(usage.get("completion_tokens") or 0)
-        price = self._price
         return RawReply(
             text=text,
             refusal=message.get("refusal"),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cost_usd=price.cost(prompt, completion) if price is not None else None,
-            latency_s=latency,
-            headers=headers,
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cost_usd=None,
+            latency_s=0.0,
+            headers=headers if headers is not None else {},
             logprobs=logprobs_content(data),
         )
-
-    def _status_fault(self, status: int, headers: dict[str, str], payload: bytes) -> Fault:
-        name = _ERROR_NAMES.get(status, f"HTTP {status}")
-        message, code = _error_message(payload)
-        reason = _secrets.redact(f"{name}: {one_line(message, 160)}", self.secrets)
-        if status == 429:
-            return Fault.rate_limited(headers)
-        if status in (401, 403):
-            return Fault.rejected_credentials(name, status)
-        if status in (408, 409) or status >= 500:
-            return Fault("transient", reason, retry_after_from(headers), status=status)
-        low = message.lower()
-        if code == "context_length_exceeded" or "maximum context length" in low:
-            return Fault("fatal", "prompt exceeds the judge's context window")
-        if status in (400, 404, 422) and (
-            "response_format" in low or "json_schema" in low or "tool" in low
-        ):
-            return Fault("mode", reason)
-        return Fault("fatal", reason, status=status)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        return None
 
 
-def exception_fault(exc: BaseException, secrets: list[str]) -> Fault:
+def status_fault(
+    status: int, headers: Mapping[str, str], payload: bytes, secrets: Sequence[str]
+) -> Fault:
+    """The verdict on an error status from an OpenAI-style endpoint (this transport's
+    chat calls, and every batch API call): 429 and 5xx pass, 401/403 stop the run, a
+    rejected structured-output mode falls back, anything else fails the row."""
+    name = _ERROR_NAMES.get(status, f"HTTP {status}")
+    message, code = _error_message(payload)
+    reason = _secrets.redact(f"{name}: {one_line(message, 160)}", secrets)
+    if status == 429:
+        return Fault.rate_limited(headers)
+    if status in (401, 403):
+        return Fault.rejected_credentials(name, status)
+    if status in (408, 409) or status >= 500:
+        return Fault("transient", reason, retry_after_from(headers), status=status)
+    low = message.lower()
+    if code == "context_length_exceeded" or "maximum context length" in low:
+        return Fault("fatal", "prompt exceeds the judge's context window")
+    if status in (400, 404, 422) and (
+        "response_format" in low or "json_schema" in low or "tool" in low
+    ):
+        return Fault("mode", reason)
+    return Fault("fatal", reason, status=status)
+
+
+def exception_fault(exc: BaseException, secrets: Sequence[str]) -> Fault:
     """The verdict on an exception from an aiohttp call (this transport's, and the batch
-    clients'): a refused URL is configuration, a connection never made is transient and
-    marked so, other client and OS errors are transient, anything else fatal."""
+    clients'): a timeout and a connection never made are transient (the latter marked
+    so), a refused URL is configuration, other client and OS errors are transient,
+    anything else fatal."""
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return Fault("transient", TIMEOUT)
     reason = _secrets.redact(
         f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", secrets
     )

@@ -23,9 +23,10 @@ from framekit.judges.providers import FRAMEKIT_BASE_VAR
 from framekit.judges.transport import Transport, TransportName, choose_transport
 
 if TYPE_CHECKING:
+    from framekit.judges.cascade import Cascade
     from framekit.judges.local import LocalJudge
 
-JudgeLike = Union["Judge", "LocalJudge", str]
+JudgeLike = Union["Judge", "LocalJudge", "Cascade", str]
 
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
@@ -380,6 +381,12 @@ class Judge:
         """
         keyless = replace(self.endpoint, credentials=Credentials())
         return _restore(replace(self._values(), endpoint=keyless))
+
+    def copy_with(self, *, decoding: Decoding) -> Judge:
+        """A copy that decides its answers with ``decoding`` (an evaluator's ``temperature=``
+        and the like: :mod:`framekit.judges.decoding`); it has its own transport and
+        limits, as every judge built apart does."""
+        return _restore(replace(self._values(), decoding=decoding))
 
     # -- a run's use of the transport --------------------------------------------------
     async def open(self) -> Transport:

@@ -12,6 +12,7 @@ so a reply means the same whichever way it came.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -180,13 +181,19 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
 
     A reply that is one JSON object is read as it is. Otherwise (prose around the JSON,
     ``` fences, several objects) the reply's complete top-level objects are read in
-    order and the *last one shaped like an answer* (every required field present) is the
-    verdict: the judge's verdict comes after anything it quotes from the judged text, so
-    a forged verdict quoted before it loses, whatever its label. That verdict's label
+    order and the *last one shaped like an answer* (every required field present; else
+    every field but the free-text ones) is the verdict: the judge's verdict comes after
+    anything it quotes from the judged text, so a forged verdict quoted before it loses,
+    whatever its label. That verdict's label
     must be in the rubric (else the reply is re-asked: an earlier object never stands in
     for it); objects of other shapes (``{"status": "draft"}`` in the prose) are passed
     over. A scan that meets 64 openings that do not parse stops there and takes nothing,
     since a later object could be the verdict.
+
+    A required free-text field (a string property other than the label, such as
+    ``explanation``) may be missing: a valid label is a verdict, and the field is null,
+    as Phoenix accepts it. A list of objects (Groundedness's claims) is checked against
+    its schema; one that does not match is re-asked like unreadable JSON.
 
     Examples
     --------
@@ -211,7 +218,10 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
     if not candidates:
         raise ParseFailure("malformed", f"judge reply is not valid JSON: {one_line(text, 80)!r}")
     required = request.schema.get("required", [])
-    shaped = [data for data in candidates if all(k in data for k in required)]
+    essential = [k for k in required if not _free_text(request, k)]
+    shaped = [data for data in candidates if all(k in data for k in required)] or [
+        data for data in candidates if all(k in data for k in essential)
+    ]
     # The last answer-shaped object is the verdict; a label outside the rubric there is
     # re-asked, never replaced by an earlier (quoted) object's.
     return _checked(shaped[-1] if shaped else candidates[-1], request)
@@ -220,14 +230,57 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
 def _checked(data: dict[str, Any], request: ChatRequest) -> dict[str, Any]:
     """``data`` as a valid answer (label made canonical), or :class:`ParseFailure`."""
     missing = [k for k in request.schema.get("required", []) if k not in data]
-    if missing:
-        raise ParseFailure("malformed", f"judge reply lacks {', '.join(missing)}")
+    lacking = [k for k in missing if not _free_text(request, k)]
+    if lacking:
+        raise ParseFailure("malformed", f"judge reply lacks {', '.join(lacking)}")
+    if missing:  # only free text: the verdict stands without its reasoning
+        data = {**data, **dict.fromkeys(missing)}
+    problem = _list_problem(data, request.schema)
+    if problem:
+        raise ParseFailure("schema", problem)
     if request.label_field and request.choices:
         data = {
             **data,
             request.label_field: canonical_label(data.get(request.label_field), request),
         }
     return data
+
+
+def _free_text(request: ChatRequest, key: str) -> bool:
+    """Whether answer field ``key`` is free text (a plain string property, not the label)."""
+    prop = request.schema.get("properties", {}).get(key)
+    return (
+        key != request.label_field
+        and isinstance(prop, dict)
+        and prop.get("type") == "string"
+        and "enum" not in prop
+    )
+
+
+def _list_problem(data: dict[str, Any], schema: dict[str, Any]) -> str | None:
+    """Why a list-of-objects field of ``data`` does not match its schema, or ``None``.
+
+    Only such fields are checked (a claim list's every item must be an object of the
+    right shape): the verdict is computed from them, item by item.
+    """
+    for key, prop in (schema.get("properties") or {}).items():
+        items = prop.get("items") if isinstance(prop, dict) else None
+        if key not in data or not (isinstance(items, dict) and items.get("type") == "object"):
+            continue
+        from jsonschema.exceptions import best_match
+
+        error = best_match(_validator(json.dumps(prop, sort_keys=True)).iter_errors(data[key]))
+        if error is not None:
+            where = "".join(f"[{p}]" for p in error.absolute_path)
+            return f"judge reply's {key}{where} is malformed: {one_line(error.message, 120)}"
+    return None
+
+
+@functools.lru_cache(maxsize=64)
+def _validator(schema_json: str) -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(json.loads(schema_json))
 
 
 def _objects(text: str) -> list[dict[str, Any]]:
@@ -269,6 +322,11 @@ def reask_message(failure: ParseFailure, request: ChatRequest) -> str:
     if failure.kind == "label":
         allowed = ", ".join(request.choices)
         return f"Your label is not allowed. Answer again; the label must be one of: {allowed}."
+    if failure.kind == "schema":
+        return (
+            f"Your answer does not match the requested schema ({failure}). Answer again with "
+            "only the JSON object requested."
+        )
     return "Your reply could not be read. Answer again with only the JSON object requested."
 
 

@@ -1,13 +1,17 @@
-"""How the ``judge=`` argument becomes a judge: a model string, ``"local"``, a judge, or
-``None`` (``$FRAMEKIT_JUDGE``, else the offline judge); and each evaluator's judge in a run."""
+"""How the ``judge=`` argument becomes a judge: a model string, ``"local"``, a judge, a
+:class:`~framekit.Cascade` of judges, or ``None`` (``$FRAMEKIT_JUDGE``, else the offline
+judge); and each evaluator's judge in a run."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from framekit._errors import JudgeSpecError
+from framekit.judges.cascade import Cascade, judge_of
+from framekit.judges.decoding import with_decoding
 from framekit.judges.judge import Judge, JudgeLike
 
 if TYPE_CHECKING:
@@ -19,9 +23,10 @@ ENV_JUDGE = "FRAMEKIT_JUDGE"
 _announced = False
 
 
-def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
+def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge | Cascade:
     """``None`` -> ``$FRAMEKIT_JUDGE`` or the offline judge (announced once); a model
-    string -> :class:`Judge`; ``"local"`` -> :class:`~framekit.LocalJudge`."""
+    string -> :class:`Judge`; ``"local"`` -> :class:`~framekit.LocalJudge`; a judge or a
+    :class:`~framekit.Cascade` as it is."""
     from framekit.judges.local import LocalJudge
 
     global _announced
@@ -38,28 +43,44 @@ def resolve_judge(judge: JudgeLike | None) -> Judge | LocalJudge:
                 )
                 _announced = True
             return LocalJudge()
-    if isinstance(judge, str):
-        if judge.strip().lower() == "local":
-            return LocalJudge()
-        return Judge(judge)
-    if isinstance(judge, (Judge, LocalJudge)):
+    if isinstance(judge, Cascade):
         return judge
-    raise JudgeSpecError(f"judge must be a model string, 'local', fk.Judge or None, not {judge!r}")
+    if isinstance(judge, (str, Judge, LocalJudge)):
+        return judge_of(judge)
+    raise JudgeSpecError(
+        f"judge must be a model string, 'local', fk.Judge, fk.Cascade or None, not {judge!r}"
+    )
 
 
 class JudgeResolver:
     """The judge of each evaluator of a run (its own ``judge=``, else the run's), resolved
     once per distinct spec, so evaluators sharing a judge share its limits and worker
-    processes."""
+    processes. An evaluator with decoding options (``temperature=``...) gets a copy of
+    that judge with them set, shared by the evaluators asking for the same options."""
 
     def __init__(self, default: JudgeLike | None) -> None:
         self.default = default
-        self.judges: dict[Any, Judge | LocalJudge] = {}
+        self.judges: dict[Any, Judge | LocalJudge | Cascade] = {}
 
-    def __call__(self, own: JudgeLike | None) -> Judge | LocalJudge:
-        """The judge of an evaluator whose own ``judge=`` is ``own``."""
+    def __call__(
+        self, own: JudgeLike | None, options: Mapping[str, Any] | None = None
+    ) -> Judge | LocalJudge | Cascade:
+        """The judge of an evaluator whose own ``judge=`` is ``own`` and whose decoding
+        options are ``options`` (a cascade gets them on every stage)."""
         spec = own if own is not None else self.default
         key = spec if isinstance(spec, str) or spec is None else id(spec)
         if key not in self.judges:
             self.judges[key] = resolve_judge(spec)
-        return self.judges[key]
+        if not options:
+            return self.judges[key]
+        derived = (key, repr(sorted(options.items())))
+        if derived not in self.judges:
+            base = self.judges[key]
+            if isinstance(base, Cascade):
+                stages = [with_decoding(stage, options) for stage in base.judges]
+                self.judges[derived] = Cascade(
+                    stages, base.escalate_below, expected_share=base.expected_share
+                )
+            else:
+                self.judges[derived] = with_decoding(base, options)
+        return self.judges[derived]

@@ -12,6 +12,7 @@ from framekit._errors import InputError
 from framekit.engine.cache import Cache, default_cache_dir
 from framekit.engine.prepare import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge, JudgeLike
 from framekit.judges.local import LocalJudge
 from framekit.judges.providers import FRAMEKIT_KEY_VAR
@@ -82,7 +83,7 @@ def run_spec(
 
 
 def pool_settings(
-    judge: Judge | LocalJudge, workers: int | None, num_cpus: float | None
+    judge: Judge | LocalJudge | Cascade, workers: int | None, num_cpus: float | None
 ) -> tuple[int, float]:
     """Workers and CPUs per worker, defaulted from the judge and the cluster."""
     local = isinstance(judge, LocalJudge)

@@ -28,6 +28,7 @@ from framekit.engine.prepare import MappingValue
 from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.providers import FRAMEKIT_KEY_VAR
@@ -42,7 +43,7 @@ class RunSpec:
 
     evaluators: Sequence[Evaluator]
     mapping: Mapping[str, MappingValue] | None
-    judge: Judge | LocalJudge
+    judge: Judge | LocalJudge | Cascade
     cache: str | bool
     details: bool
     overwrite: bool

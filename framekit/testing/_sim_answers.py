@@ -25,6 +25,14 @@ The answer rule
   ``"What is " + <first 12 words of the output block, else of the subject> + "?"`` and
   item k >= 1 is the same text followed by ``" (k+1)"``, so items are distinct.
 * Booleans are ``false``, numbers ``0`` (or ``minimum``), ``null`` is ``null``.
+* A list of objects (Groundedness's claims) takes its items from a marker of ``y`` and
+  ``n`` letters: ``@sim(claims=yyn)`` gives three items whose boolean properties are
+  true, true, false and whose integer properties are 1 for ``y`` and null (when the
+  schema allows it) for ``n``; string properties say ``"Claim k of the answer."``.
+  ``@sim(claims="")`` gives an empty list; any other value replaces the list as written
+  (``@sim(claims=oops)``: a malformed list).
+* ``@sim(omit=explanation)`` leaves that property out of the answer (several:
+  ``omit=a|b``), as a judge that skips a field does.
 """
 
 from __future__ import annotations
@@ -295,6 +303,50 @@ def _number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
     return int(math.ceil(value)) if integer else float(value)
 
 
+_LETTERS = re.compile(r"[yn]*")
+
+
+def marked_values(schema: Mapping[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
+    """Marker values as answer properties: a ``y``/``n`` string given for a list of
+    objects becomes its items (see the module docstring); everything else is as given.
+
+    Examples
+    --------
+    >>> item = {"type": "object", "properties": {"claim": {"type": "string"},
+    ...         "supported": {"type": "boolean"}, "document": {"type": ["integer", "null"]}}}
+    >>> schema = {"properties": {"claims": {"type": "array", "items": item}}}
+    >>> marked_values(schema, {"claims": "yn"})["claims"]  # doctest: +NORMALIZE_WHITESPACE
+    [{'claim': 'Claim 1 of the answer.', 'supported': True, 'document': 1},
+     {'claim': 'Claim 2 of the answer.', 'supported': False, 'document': None}]
+    """
+    out = dict(props)
+    for key, value in props.items():
+        prop = (schema.get("properties") or {}).get(key)
+        items = prop.get("items") if isinstance(prop, Mapping) else None
+        if not (isinstance(items, Mapping) and isinstance(value, str)):
+            continue
+        if not _LETTERS.fullmatch(value):
+            continue
+        out[key] = [_marked_item(items, k, letter == "y") for k, letter in enumerate(value)]
+    return out
+
+
+def _marked_item(items: Mapping[str, Any], k: int, yes: bool) -> dict[str, Any]:
+    item: dict[str, Any] = {}
+    for name, sub in (items.get("properties") or {}).items():
+        kind = sub.get("type") if isinstance(sub, Mapping) else None
+        kinds = kind if isinstance(kind, list) else [kind]
+        if "boolean" in kinds:
+            item[name] = yes
+        elif "integer" in kinds or "number" in kinds:
+            item[name] = 1 if yes or "null" not in kinds else None
+        elif "null" in kinds and not yes and "string" not in kinds:
+            item[name] = None
+        else:
+            item[name] = f"Claim {k + 1} of the answer."
+    return item
+
+
 def find_schema_in_text(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """A JSON schema written into the prompt (an object with ``properties``), if any.
 
@@ -351,6 +403,7 @@ def chat_completion(
     subject = subject_text(messages)
     props = {k: v for k, v in markers.items() if k not in RESERVED_KEYS}
 
+    omitted = str(props.pop("omit", "") or "").split("|")
     top = _top_logprobs(body)
     tool_name, schema, json_mode = _requested_shape(body, messages)
     verdict = None
@@ -359,7 +412,9 @@ def chat_completion(
         if isinstance(value, dict):
             model = str(body.get("model") or "")
             verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
-            value.update(props)
+            value.update(marked_values(schema, props))
+            for key in omitted:
+                value.pop(key, None)
             if draw is not None and verdict is not None and verdict.probabilities:
                 verdict = _sim_logprobs.sampled(verdict, draw)
                 value[verdict.field] = verdict.label

@@ -11,6 +11,8 @@ import aiohttp
 
 from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
+from framekit.judges.faults import Fault
+from framekit.judges.transport import RawReply
 
 VERSION = "2023-06-01"
 _STATES = {"in_progress": "in_progress", "canceling": "cancelling", "ended": "ended"}
@@ -129,7 +131,7 @@ def read_line(line: bytes) -> LineResult:
         result = data["result"]
         kind = result["type"]
     except (ValueError, KeyError, TypeError):
-        return LineResult("", error="unreadable line in the batch results")
+        return LineResult("", Fault("transient", "unreadable line in the batch results"))
     if kind != "succeeded":
         error = (result.get("error") or {}).get("error") or result.get("error") or {}
         etype = error.get("type") if isinstance(error, dict) else None
@@ -140,7 +142,7 @@ def read_line(line: bytes) -> LineResult:
             "rate_limit_error",
         )
         reason = one_line(f"batch line {kind}: {etype or ''} {message or ''}".strip(), 200)
-        return LineResult(custom_id, error=reason, retryable=retryable)
+        return LineResult(custom_id, Fault("transient" if retryable else "fatal", reason))
     message = result.get("message") or {}
     text: str | None = None
     for block in message.get("content") or []:
@@ -152,7 +154,12 @@ def read_line(line: bytes) -> LineResult:
     usage = message.get("usage") or {}
     return LineResult(
         custom_id,
-        text=text,
-        prompt_tokens=int(usage.get("input_tokens") or 0),
-        completion_tokens=int(usage.get("output_tokens") or 0),
+        RawReply(
+            text=text,
+            refusal=None,
+            prompt_tokens=int(usage.get("input_tokens") or 0),
+            completion_tokens=int(usage.get("output_tokens") or 0),
+            cost_usd=None,
+            latency_s=0.0,
+        ),
     )

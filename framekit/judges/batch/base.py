@@ -4,10 +4,13 @@ A batch travels as one local *spool* file that is exactly the body uploaded to t
 provider, one request per line, so it is written and re-read streaming and a follow-up
 batch can take the original messages of a failed line back out of it.
 
-Every failure of a batch API call is classified here, at the client's boundary: an
-error status or an aiohttp error becomes a :class:`~framekit._errors.FaultRaised`
-carrying its :class:`~framekit.judges.faults.Fault` (rejected credentials a
-:class:`~framekit.JudgeAuthenticationError`), so the engine imports no HTTP library.
+Every failure of a batch API call is classified at the client's boundary, by the same
+mapping as the HTTP transport's (:func:`~framekit.judges.http.status_fault`,
+:func:`~framekit.judges.http.exception_fault`): the client raises nothing but a
+:class:`~framekit._errors.FaultRaised` carrying its
+:class:`~framekit.judges.faults.Fault`, so the engine imports no HTTP library. A result
+line is what a chat call returns, a :class:`~framekit.judges.transport.RawReply` or a
+``Fault``, and is read by the same reply reader.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from typing import Any
 
 import aiohttp
 
-from framekit._errors import FaultRaised, JudgeAuthenticationError, JudgeError, one_line
-from framekit._secrets import redact
+from framekit._errors import FaultRaised
 from framekit._urls import join_path
-from framekit.judges.faults import TIMEOUT, Fault
-from framekit.judges.http import exception_fault
+from framekit.judges.faults import Fault
+from framekit.judges.http import exception_fault, status_fault
+from framekit.judges.transport import RawReply, keep_headers
 
 #: Provider states after which nothing changes any more.
 TERMINAL = frozenset({"completed", "failed", "expired", "cancelled", "ended"})
@@ -55,20 +58,11 @@ class BatchStatus:
 
 @dataclass
 class LineResult:
-    """One line of a batch's results: an answer, or an error for that request."""
+    """One line of a batch's results: that request's reply, or its fault (a ``"mode"``
+    fault when the endpoint rejected the structured-output mode)."""
 
     custom_id: str
-    text: str | None = None
-    refusal: str | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    error: str | None = None
-    #: Whether asking again can help (failed, expired, 5xx) or not (400).
-    retryable: bool = True
-    #: The endpoint rejected the structured-output mode (``response_format``).
-    mode_rejected: bool = False
-    #: The answer's ``choices[0].logprobs.content`` (``None``: the batch API gave none).
-    logprobs: list[Any] | None = None
+    result: RawReply | Fault
 
 
 @dataclass
@@ -143,17 +137,17 @@ class BatchClient:
             async with self.session().request(method, self.url(path), **kwargs) as resp:
                 body = await resp.read()
                 if resp.status >= 400:
-                    raise _http_error(resp.status, body, self.secrets)
+                    raise self._status(resp, body)
                 return json.loads(body) if body else {}
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise self._fault(exc) from None
+            raise FaultRaised(exception_fault(exc, self.secrets)) from None
 
     async def lines(self, url: str) -> AsyncIterator[bytes]:
         """The lines of a download, read in 64 kB pieces (never the whole file at once)."""
         try:
             async with self.session().get(url) as resp:
                 if resp.status >= 400:
-                    raise _http_error(resp.status, await resp.read(), self.secrets)
+                    raise self._status(resp, await resp.read())
                 rest = b""
                 async for chunk in resp.content.iter_chunked(1 << 16):
                     rest += chunk
@@ -164,13 +158,12 @@ class BatchClient:
                 if rest.strip():
                     yield rest
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            raise self._fault(exc) from None
+            raise FaultRaised(exception_fault(exc, self.secrets)) from None
 
-    def _fault(self, exc: BaseException) -> FaultRaised:
-        """An aiohttp failure as the verdict the batch executor acts on."""
-        if isinstance(exc, asyncio.TimeoutError):
-            return FaultRaised(Fault("transient", TIMEOUT))
-        return FaultRaised(exception_fault(exc, list(self.secrets)))
+    def _status(self, resp: aiohttp.ClientResponse, body: bytes) -> FaultRaised:
+        return FaultRaised(
+            status_fault(resp.status, keep_headers(resp.headers), body, self.secrets)
+        )
 
     # -- batches --------------------------------------------------------------------------
     async def submit(self, spool: Path, count: int, metadata: dict[str, str]) -> tuple[str, str]:
@@ -205,26 +198,3 @@ class BatchClient:
     def results(self, status: BatchStatus) -> AsyncIterator[LineResult]:
         """Every result line of a finished batch, answers and errors, streaming."""
         raise NotImplementedError
-
-
-def _http_error(status: int, body: bytes, secrets: tuple[str, ...] = ()) -> JudgeError:
-    """An error status as the run sees it: rejected credentials stop the run; 429 and 5xx
-    may pass; any other status will not."""
-    try:
-        data = json.loads(body)
-        error = data.get("error") if isinstance(data, dict) else None
-        message = error.get("message") if isinstance(error, dict) else None
-    except ValueError:
-        message = None
-    # A provider (or a proxy) may echo the request's credentials back in its message.
-    text = redact(
-        one_line(message or body.decode("utf-8", "replace") or "no message", 200), secrets
-    )
-    if status in (401, 403):
-        return JudgeAuthenticationError(
-            f"the batch API rejected the credentials: HTTP {status}: {text}"
-        )
-    transient = status == 429 or status >= 500
-    return FaultRaised(
-        Fault("transient" if transient else "fatal", f"HTTP {status}: {text}", status=status)
-    )

@@ -12,7 +12,8 @@ import aiohttp
 
 from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
-from framekit.judges.logprobs import logprobs_content
+from framekit.judges.faults import Fault
+from framekit.judges.http import read_completion
 from framekit.judges.transport import LOGPROBS_REQUEST
 
 CHAT_URL = "/v1/chat/completions"
@@ -103,12 +104,12 @@ def _status(data: dict[str, Any]) -> BatchStatus:
 
 
 def read_line(line: bytes) -> LineResult:
-    """One line of an output or error file: an answer, or that request's error."""
+    """One line of an output or error file: an answer, or that request's fault."""
     try:
         data = json.loads(line)
         custom_id = str(data["custom_id"])
     except (ValueError, KeyError, TypeError):
-        return LineResult("", error="unreadable line in the batch output")
+        return LineResult("", Fault("transient", "unreadable line in the batch output"))
     response = data.get("response") or {}
     error = data.get("error")
     status = int(response.get("status_code") or 0)
@@ -116,25 +117,13 @@ def read_line(line: bytes) -> LineResult:
     if error or status != 200:
         code = (error or {}).get("code") or (body.get("error") or {}).get("type")
         message = (error or {}).get("message") or (body.get("error") or {}).get("message")
-        retryable = code in _RETRYABLE_CODES or status == 429 or status >= 500 or status == 0
         where = f"HTTP {status}" if status else str(code or "error")
         text = one_line(f"batch line failed: {where}: {message or code or 'no reason given'}", 200)
-        rejected = status == 400 and (body.get("error") or {}).get("param") == "response_format"
-        return LineResult(custom_id, error=text, retryable=retryable, mode_rejected=rejected)
-    try:
-        message = body["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        return LineResult(custom_id, error="batch answer has no message", retryable=True)
-    text = message.get("content")
-    tool_calls = message.get("tool_calls")
-    if tool_calls and not text:
-        text = tool_calls[0]["function"]["arguments"]
-    usage = body.get("usage") or {}
-    return LineResult(
-        custom_id,
-        text=text,
-        refusal=message.get("refusal"),
-        prompt_tokens=int(usage.get("prompt_tokens") or 0),
-        completion_tokens=int(usage.get("completion_tokens") or 0),
-        logprobs=logprobs_content(body),
-    )
+        if status == 400 and (body.get("error") or {}).get("param") == "response_format":
+            return LineResult(custom_id, Fault("mode", text, status=status))
+        retryable = code in _RETRYABLE_CODES or status == 429 or status >= 500 or status == 0
+        return LineResult(custom_id, Fault("transient" if retryable else "fatal", text))
+    reply = read_completion(body)
+    if reply is None:
+        return LineResult(custom_id, Fault("transient", "batch answer has no message"))
+    return LineResult(custom_id, reply)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from framekit.judges.litellm.routes import ENDPOINT_HOSTS, LITELLM_VERSION, PROVIDERS
+from framekit.judges.litellm.routes import ENDPOINT_HOSTS, LITELLM_VERSION, ROUTED_PREFIXES
 
 #: Bare names litellm's code routes besides its price map (litellm 1.110,
 #: ``get_llm_provider``): fine-tuned OpenAI models, image models, Replicate's versioned
@@ -63,7 +63,7 @@ def model_problem(
     if kwargs.get("custom_llm_provider"):
         return None  # the caller names the provider to litellm directly
     prefix, sep, _ = model.partition("/")
-    if sep and prefix in PROVIDERS:
+    if sep and prefix in ROUTED_PREFIXES:
         return None  # the common case, decided without reading the price map
     if _name_known(model):
         return None
@@ -94,11 +94,11 @@ def _message(model: str, why: str, api_base: str | None) -> str:
 def _suggestion(model: str, api_base: str | None) -> str | None:
     """The model string most likely meant, or ``None``."""
     wrong = _WRONG_SEPARATOR.match(model)
-    if wrong and wrong.group(1).lower() in PROVIDERS:
+    if wrong and wrong.group(1).lower() in ROUTED_PREFIXES:
         return f"{wrong.group(1).lower()}/{wrong.group(2)}"
     prefix, sep, rest = model.partition("/")
     if sep:
-        close = difflib.get_close_matches(prefix.lower(), PROVIDERS, n=1, cutoff=0.6)
+        close = difflib.get_close_matches(prefix.lower(), ROUTED_PREFIXES, n=1, cutoff=0.6)
         return f"{close[0]}/{rest}" if close else None
     if api_base:
         return f"openai/{model}"  # the server's own model, spoken to as OpenAI's API
@@ -107,7 +107,7 @@ def _suggestion(model: str, api_base: str | None) -> str | None:
     if not close:
         return None
     provider = names[close[0]]
-    return f"{provider}/{close[0]}" if provider in PROVIDERS else close[0]
+    return f"{provider}/{close[0]}" if provider in ROUTED_PREFIXES else close[0]
 
 
 def _name_known(model: str) -> bool:

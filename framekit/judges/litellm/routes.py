@@ -1,13 +1,13 @@
 """litellm 1.110.2's routes, copied by scripts/make_litellm_routes.py (do not edit).
 
-``PROVIDERS``: the provider prefixes litellm routes (``litellm.provider_list`` and its
+``ROUTED_PREFIXES``: the provider prefixes litellm routes (``litellm.provider_list`` and its
 JSON-configured providers). ``ENDPOINT_HOSTS``: hosts of the hosted OpenAI-compatible APIs
 litellm recognises by ``api_base`` alone, for a model named without a prefix.
 """
 
 LITELLM_VERSION = "1.110.2"
 
-PROVIDERS = frozenset(
+ROUTED_PREFIXES = frozenset(
     {
         "a2a",
         "a2a_agent",

@@ -1,0 +1,219 @@
+"""Cascades in a run: each stage an ordinary run of its judge over the rows still open.
+
+:func:`run_all` is what the entry layer calls instead of :func:`framekit.engine.planner.run`.
+Shares whose judge is a single judge go to the planner as they are. A share whose judge
+is a :class:`~framekit.judges.cascade.Cascade` is settled stage by stage: stage 1 gets a
+copy of every record still to ask about, and the planner settles those copies as it would
+any record (cache, deduplication, the judge's rate limits, batch mode, embeddings); a copy
+whose verdict is trusted (:func:`~framekit.judges.cascade.escalates` says no) decides its
+record, every other record is copied to the next stage; the last stage decides what is
+left. Stages of every cascaded evaluator run together, one planner run per stage depth, so
+two evaluators escalating to the same judge share its limits and its deduplication.
+
+A record's tokens, cost and latency add up over the stages it went through (an escalated
+row is paid at every stage); ``cached`` is true only when every stage answered from the
+cache. Failures are counted once, on the verdicts that stand: a stage's failed call is
+escalated, not counted. What each stage did goes to :attr:`RunStats.stages
+<framekit.engine.stats.RunStats.stages>` (rows it got, rows it decided, requests, cost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from framekit.engine.cache import Cache
+from framekit.engine.confidence import confidence_summary
+from framekit.engine.planner import LimiterFor, run
+from framekit.engine.prepare import Prepared, ProgressFn, Record
+from framekit.engine.stats import RunStats, add_stages
+from framekit.judges.cascade import Cascade, escalates
+
+#: RunStats counters a stage's run adds to the whole run's (failures are counted on the
+#: verdicts that stand, not per stage).
+_SUMMED = (
+    "unique_requests",
+    "requests_sent",
+    "cache_hits",
+    "retries",
+    "rate_limited",
+    "reasks",
+    "tokens",
+    "embeddings_computed",
+    "batch_requests",
+)
+
+
+async def run_all(
+    prepared: Sequence[Prepared],
+    cache: Cache,
+    stats: RunStats,
+    progress: ProgressFn | None = None,
+    *,
+    show: bool = False,
+    limiter_for: LimiterFor | None = None,
+) -> None:
+    """Settle every record of ``prepared``: single judges through the planner, cascades
+    stage by stage (same parameters as :func:`framekit.engine.planner.run`)."""
+    plain = [share for share in prepared if not isinstance(share.judge, Cascade)]
+    routes = [_Route(share) for share in prepared if isinstance(share.judge, Cascade)]
+    if plain or not routes:
+        await run(plain, cache, stats, progress, show=show, limiter_for=limiter_for)
+    if not routes:
+        return
+    report = progress or _silent
+    for route in routes:
+        route.start(report)
+    depth = max(len(route.cascade.judges) for route in routes)
+    for k in range(depth):
+        stage = [share for route in routes if (share := route.stage_share(k)) is not None]
+        if not stage:
+            break
+        stage_stats = RunStats()
+        try:
+            await run(stage, cache, stage_stats, None, show=show, limiter_for=limiter_for)
+        finally:
+            _add(stats, stage_stats)
+        for route in routes:
+            route.settle_stage(k, stage_stats, report)
+    for route in routes:
+        add_stages(stats.stages, route.summaries)
+        stats.confidence[route.share.evaluator.name] = _confidence_summary(route)
+        failed = route.share.failures()
+        stats.failures += failed
+        if failed:
+            stats.per_evaluator_failures[route.share.evaluator.name] = failed
+
+
+@dataclass(eq=False)
+class _Route:
+    """One cascaded evaluator's share and the stage copies of its open records."""
+
+    share: Prepared
+    open: list[Record] = field(default_factory=list)
+    copies: list[Record] = field(default_factory=list)
+    summaries: list[dict[str, object]] = field(default_factory=list)
+    #: How each stage run gave its confidences ("logprobs", "calibrated offline"...).
+    methods: list[str | None] = field(default_factory=list)
+
+    @property
+    def cascade(self) -> Cascade:
+        assert isinstance(self.share.judge, Cascade)
+        return self.share.judge
+
+    def start(self, report: ProgressFn) -> None:
+        """Count what was settled while prepared; the rest is open for stage 1."""
+        first = self.cascade.judges[0].model
+        for record in self.share.records:
+            if record.fields is not None:
+                self.open.append(record)
+                record.tokens, record.cost_usd, record.latency_s, record.cached = 0, None, 0.0, True
+            else:
+                if record.error is None:
+                    record.judge = first  # a verdict known without a call (empty retrieval)
+                record.report(report)
+
+    def stage_share(self, k: int) -> Prepared | None:
+        """Stage ``k``'s share: a fresh copy of each open record, for that stage's judge."""
+        if k >= len(self.cascade.judges) or not self.open:
+            self.copies = []
+            return None
+        self.copies = _copies(self.open)
+        return Prepared(self.share.evaluator, self.cascade.judges[k], self.copies)
+
+    def settle_stage(self, k: int, stage_stats: RunStats, report: ProgressFn) -> None:
+        """Decide the records whose stage-``k`` verdict is trusted (all of them at the last
+        stage); keep the others open."""
+        if not self.copies:
+            return
+        self.methods.append(stage_stats.confidence.get(self.share.evaluator.name, {}).get("method"))
+        judges, below = self.cascade.judges, self.cascade.escalate_below
+        last = k == len(judges) - 1
+        still_open = []
+        decided = 0
+        cost: float | None = None
+        for record, copy in zip(self.open, self.copies, strict=True):
+            _add_costs(record, copy)
+            if copy.cost_usd is not None and not copy.cached:  # paid in this run
+                cost = (cost or 0.0) + copy.cost_usd
+            if last or not escalates(copy.confidence, below[k], copy.error is None):
+                _decide(record, copy, judges[k].model)
+                record.report(report)
+                decided += record.weight
+            else:
+                still_open.append(record)
+        self.summaries.append(
+            {
+                "evaluator": self.share.evaluator.name,
+                "stage": k + 1,
+                "judge": judges[k].model,
+                "escalate_below": None if last else below[k],
+                "rows": sum(c.weight for c in self.copies),
+                "rows_decided": decided,
+                "requests": stage_stats.requests_sent,
+                "cache_hits": stage_stats.cache_hits,
+                "cost_usd": cost,
+            }
+        )
+        self.open, self.copies = still_open, []
+
+
+def planned_stages(share: Prepared) -> list[tuple[Prepared, float]]:
+    """For the dry run: each stage of a cascaded share over every record still to ask
+    about, with the share of rows expected to reach it (the cascade's
+    ``expected_share`` from a calibration, else 1: "up to" every row at every stage)."""
+    cascade = share.judge
+    assert isinstance(cascade, Cascade)
+    reach = cascade.expected_share or (1.0,) * len(cascade.judges)
+    records = share.pending()
+    return [
+        (Prepared(share.evaluator, judge, _copies(records)), reach[k])
+        for k, judge in enumerate(cascade.judges)
+    ]
+
+
+def _copies(records: Sequence[Record]) -> list[Record]:
+    """A fresh record to ask one stage's judge about, per open record."""
+    return [Record(dict(r.fields), r.weight, note=r.note) for r in records if r.fields is not None]
+
+
+def _confidence_summary(route: _Route) -> dict[str, Any]:
+    """The run record's confidence entry of a cascaded evaluator: the rows that stand,
+    and how each stage that ran gave its confidences."""
+    last = Prepared(route.share.evaluator, route.cascade.judges[-1], route.share.records)
+    entry = confidence_summary(last)
+    entry["method"] = "cascade: " + " -> ".join(m or "none" for m in route.methods)
+    return entry
+
+
+def _add_costs(record: Record, copy: Record) -> None:
+    """What stage ``copy`` cost, added to ``record``'s running totals."""
+    record.tokens = (record.tokens or 0) + (copy.tokens or 0)
+    if copy.cost_usd is not None:
+        record.cost_usd = (record.cost_usd or 0.0) + copy.cost_usd
+    record.latency_s = (record.latency_s or 0.0) + (copy.latency_s or 0.0)
+    record.cached = bool(record.cached) and bool(copy.cached)
+
+
+def _decide(record: Record, copy: Record, judge: str) -> None:
+    """``copy``'s result (verdict or error) becomes ``record``'s; nothing more to ask."""
+    record.value, record.label, record.explanation = copy.value, copy.label, copy.explanation
+    record.confidence, record.weighted = copy.confidence, copy.weighted
+    record.error = copy.error
+    record.judge = judge if copy.error is None else None
+    record.fields = record.answer = None
+
+
+def _add(total: RunStats, stage: RunStats) -> None:
+    for name in _SUMMED:
+        setattr(total, name, getattr(total, name) + getattr(stage, name))
+    if stage.cost_usd is not None:
+        total.cost_usd = (total.cost_usd or 0.0) + stage.cost_usd
+    total.batches.extend(stage.batches)
+    total.transports.extend(t for t in stage.transports if t not in total.transports)
+    total.hints.extend(h for h in stage.hints if h not in total.hints)
+
+
+def _silent(rows: int, kind: str) -> None:
+    """A progress display that shows nothing."""

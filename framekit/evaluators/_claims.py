@@ -1,0 +1,152 @@
+"""Claim lists: the answer schema Groundedness and ContextRecall ask for, and its verdict.
+
+The judge lists the factual claims of a text and, for each, the evidence it found, whether
+the documents support it, and which document does. The score is the share of supported
+claims; the label comes from the template's bands; the explanation lists the claims in
+words and ``details`` holds them as data. Pure functions: no judge, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from framekit._errors import RecordError, one_line
+from framekit.evaluators.base import Verdict
+
+#: The properties of one claim, in the order the judge writes them: the evidence comes
+#: before the verdict, so the judge looks before it decides.
+CLAIM_PROPERTIES: dict[str, Any] = {
+    "claim": {"type": "string", "description": "One factual claim, written to stand alone."},
+    "evidence": {
+        "type": "string",
+        "description": "A short quotation of the supporting text, or what the documents "
+        "say instead, or that they say nothing about it.",
+    },
+    "supported": {"type": "boolean", "description": "Whether the documents support it."},
+    "document": {
+        "type": ["integer", "null"],
+        "description": "The number of the supporting document; null when unsupported.",
+    },
+}
+
+
+def claims_schema(description: str) -> dict[str, Any]:
+    """The answer schema: one list of claims (strict-mode ready: every property required,
+    no other properties).
+
+    Examples
+    --------
+    >>> schema = claims_schema("The claims.")
+    >>> schema["required"], schema["properties"]["claims"]["items"]["required"]
+    (['claims'], ['claim', 'evidence', 'supported', 'document'])
+    """
+    item = {
+        "type": "object",
+        "properties": CLAIM_PROPERTIES,
+        "required": list(CLAIM_PROPERTIES),
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {"claims": {"type": "array", "description": description, "items": item}},
+        "required": ["claims"],
+        "additionalProperties": False,
+    }
+
+
+def read_claims(answer: Mapping[str, Any], n_documents: int) -> list[dict[str, Any]]:
+    """The judge's claims as plain dicts (``claim``, ``evidence``, ``supported``,
+    ``document``); a document number outside 1..n becomes null.
+
+    The parser has checked the list against the schema (a malformed one is re-asked);
+    this is the last line for an answer read from an old cache entry.
+    """
+    raw = answer.get("claims")
+    if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
+        raise RecordError("the judge's answer has no list of claims")
+    claims = []
+    for item in raw:
+        supported = item.get("supported")
+        if not isinstance(supported, bool):
+            raise RecordError(f"a claim's 'supported' is {supported!r}, not true or false")
+        document = item.get("document")
+        valid = isinstance(document, int) and not isinstance(document, bool)
+        claims.append(
+            {
+                "claim": str(item.get("claim") or "").strip(),
+                "supported": supported,
+                "document": document if valid and 1 <= document <= n_documents else None,
+                "evidence": str(item.get("evidence") or "").strip(),
+            }
+        )
+    return claims
+
+
+def band_label(value: float, bands: Mapping[str, float]) -> str:
+    """The first label (best first) whose lowest score ``value`` reaches.
+
+    Examples
+    --------
+    >>> bands = {"grounded": 1.0, "partially grounded": 0.5, "ungrounded": 0.0}
+    >>> [band_label(v, bands) for v in (1.0, 0.75, 0.5, 0.2)]
+    ['grounded', 'partially grounded', 'partially grounded', 'ungrounded']
+    """
+    for label, lowest in bands.items():
+        if value >= lowest:
+            return label
+    return list(bands)[-1]
+
+
+def claims_verdict(
+    claims: Sequence[Mapping[str, Any]],
+    bands: Mapping[str, float],
+    no_claims_label: str,
+    subject: str,
+) -> Verdict:
+    """Score = supported / claims; 1.0 with ``no_claims_label`` when there are none.
+
+    ``subject`` names the text the claims come from ("response", "reference answer").
+
+    Examples
+    --------
+    >>> bands = {"grounded": 1.0, "partially grounded": 0.5, "ungrounded": 0.0}
+    >>> claims = [{"claim": "Paris is in France.", "supported": True, "document": 1,
+    ...            "evidence": "Paris, France"},
+    ...           {"claim": "Paris has 9 million people.", "supported": False,
+    ...            "document": None, "evidence": "no figure given"}]
+    >>> v = claims_verdict(claims, bands, "no claims", "response")
+    >>> v.value, v.label
+    (0.5, 'partially grounded')
+    >>> print(v.explanation)
+    1 of 2 claims of the response is supported by the documents.
+    - supported (document 1): Paris is in France.
+    - unsupported: Paris has 9 million people. (no figure given)
+    """
+    supported = sum(1 for c in claims if c["supported"])
+    details: dict[str, Any] = {
+        "method": "llm",
+        "claims": [dict(c) for c in claims],
+        "supported": supported,
+        "total": len(claims),
+    }
+    if not claims:
+        return Verdict(
+            1.0,
+            no_claims_label,
+            f"The {subject} makes no factual claim: nothing in it can be unsupported.",
+            details=details,
+        )
+    value = supported / len(claims)
+    lines = [
+        f"{supported} of {len(claims)} claim{'s' if len(claims) != 1 else ''} of the {subject} "
+        f"{'are' if supported != 1 else 'is'} supported by the documents."
+    ]
+    for c in claims:
+        if c["supported"]:
+            where = f" (document {c['document']})" if c["document"] is not None else ""
+            lines.append(f"- supported{where}: {c['claim']}")
+        else:
+            why = f" ({one_line(c['evidence'], 160)})" if c["evidence"] else ""
+            lines.append(f"- unsupported: {c['claim']}{why}")
+    return Verdict(value, band_label(value, bands), "\n".join(lines), details=details)
