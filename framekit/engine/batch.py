@@ -30,7 +30,7 @@ from framekit._errors import BatchPending, FaultRaised, JudgeError
 from framekit._progress import BatchBar
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
-from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.executor import ChatExecutor, Executor, Outcome, Sink
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
 from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_for, list_priced
@@ -66,7 +66,7 @@ def key_of(cid: str) -> str:
     return "chat:" + cid
 
 
-class BatchExecutor:
+class BatchExecutor(Executor):
     """Runs the unique chat requests of one run against one judge, as provider batches."""
 
     def __init__(
@@ -98,16 +98,13 @@ class BatchExecutor:
         self.open: dict[str, Manifest] = {}
         self.resumed: set[str] = set()
         self._shape_memo: dict[tuple[Any, ...], ChatRequest] = {}
+        self._last_shape: ChatRequest | None = None
         self._on_done: Callable[[str, Outcome], None] = lambda key, outcome: None
         self._bar: BatchBar | None = None
 
     # -- the run -----------------------------------------------------------------------
-    async def run(
-        self,
-        items: Iterable[tuple[str, ChatRequest]],
-        on_done: Callable[[str, Outcome], None],
-    ) -> None:
-        """Answer every ``(key, request)``; ``on_done`` is called as each line is read.
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        """Answer every ``(key, request)``, each outcome to ``on_done`` as its line is read.
 
         ``items`` is iterated twice (keys first, then messages while writing the
         batch files); a one-shot iterator is materialised first.
@@ -126,7 +123,9 @@ class BatchExecutor:
             await self.client.close()
 
     async def _run(self, items: Iterable[tuple[str, ChatRequest]]) -> None:
-        for key, request in items:
+        # The plan's view gives each answer's shape without rendering its prompt.
+        shapes = items.shapes() if hasattr(items, "shapes") else items
+        for key, request in shapes:
             self.shapes[key] = self._shape(request)
         if not self.shapes:
             return
@@ -166,7 +165,17 @@ class BatchExecutor:
     def _shape(self, request: ChatRequest) -> ChatRequest:
         """The request without its messages: all that parsing an answer needs. Shared per
         evaluator, so a million pending keys cost a dict entry each, not a prompt."""
-        # By content: evaluators may build a fresh schema dict for every request.
+        # The same schema object as the last request's (one per evaluator): its shape.
+        last = self._last_shape
+        if (
+            last is not None
+            and last.schema is request.schema
+            and last.schema_name == request.schema_name
+            and last.label_field == request.label_field
+            and last.choices == request.choices
+        ):
+            return last
+        # Else by content: evaluators may build a fresh schema dict for every request.
         schema = json.dumps(request.schema, sort_keys=True)
         memo = (schema, request.schema_name, request.label_field, request.choices)
         shape = self._shape_memo.get(memo)
@@ -175,6 +184,7 @@ class BatchExecutor:
                 [], request.schema_name, request.schema, request.label_field, request.choices
             )
             self._shape_memo[memo] = shape
+        self._last_shape = shape
         return shape
 
     def write_spools(self, lines: Iterable[Line], round_: int) -> list[Manifest]:
@@ -479,7 +489,8 @@ class BatchExecutor:
         self._say(f"sending {len(items)} failed batch lines directly")
         # The run's modes: one the endpoint already rejected is not tried again.
         direct = ChatExecutor(self.judge, self.cache, self.stats, self.limiter, self.modes)
-        await direct.run(items, self._settle)
+        async for key, outcome in direct.outcomes(items):
+            self._settle(key, outcome)
 
     # -- telling the user -------------------------------------------------------------------
     def _pending(self, statuses: list[BatchStatus]) -> None:

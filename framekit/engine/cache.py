@@ -16,6 +16,7 @@ import errno
 import hashlib
 import json
 import os
+import pickle
 import shutil
 import sqlite3
 import threading
@@ -101,6 +102,8 @@ class Cache:
         self._moved_aside = False
         #: Values written by this object so far (what an interrupted run kept).
         self.saved = 0
+        self._table: _Table | None = None
+        self._table_store: object = None
         self._open()
 
     def _connect(self) -> diskcache.Cache:
@@ -189,25 +192,49 @@ class Cache:
         if store is None:
             return None
         try:
-            return store.get(key)
+            return _get(store, key)
         except _CACHE_ERRORS as exc:
             self._failed(exc)
             return None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """Look up many keys at once; returns only the hits."""
+        """Look up many keys at once; returns only the hits.
+
+        One SQL query per chunk of :data:`LOOKUP_CHUNK` keys against diskcache's ``Cache``
+        table (:class:`_Table`), decoded by diskcache's own ``Disk``, which is what
+        ``get()`` returns key by key; a store whose settings make ``get()`` more than a
+        read (statistics, a least-recently-used policy) is read key by key instead.
+        """
         store = self._store
         if store is None:
             return {}
         hits: dict[str, Any] = {}
         try:
-            for key in keys:
-                value = store.get(key)
-                if value is not None:
-                    hits[key] = value
+            table = self._table_of(store)
+            if table is not None:
+                keys = keys if isinstance(keys, list) else list(keys)
+                for start in range(0, len(keys), LOOKUP_CHUNK):
+                    hits.update(table.get_many(keys[start : start + LOOKUP_CHUNK]))
+            else:
+                for key in keys:
+                    value = _get(store, key)
+                    if value is not None:
+                        hits[key] = value
         except _CACHE_ERRORS as exc:
             self._failed(exc)
         return hits
+
+    def _table_of(self, store: diskcache.Cache | _ReadOnlyStore) -> _Table | None:
+        """The table reader of ``store``, when reading its rows is all ``get()`` does."""
+        if isinstance(store, _ReadOnlyStore):
+            return store.table
+        if store is not self._table_store:  # first use, or a store reopened since
+            if self._table is not None:
+                self._table.close()
+            self._table_store, self._table = store, None
+            if _plain_reads(store):
+                self._table = _Table(Path(store.directory), store.disk)
+        return self._table
 
     def _gone(self) -> bool:
         """Whether the directory was deleted under an open cache, and then reopen it.
@@ -283,6 +310,8 @@ class Cache:
 
     def close(self) -> None:
         """Close the underlying database (reopened lazily by diskcache on next use)."""
+        if self._table is not None:
+            self._table.close()
         if self._store is not None:
             self._store.close()
 
@@ -291,35 +320,46 @@ class Cache:
         return f"Cache({str(self.path)!r}{state})"
 
 
-class _ReadOnlyStore:
-    """A diskcache directory read in place, for a process that may not write it.
+#: Keys per SQL query of :meth:`Cache.get_many` (SQLite takes 999 parameters at least).
+LOOKUP_CHUNK = 900
 
-    ``diskcache.Cache`` cannot open such a directory (it creates its tables and sets its
-    settings on open), so its ``Cache`` table is read with sqlite3 and each value decoded
-    by diskcache's own :class:`diskcache.Disk`, as ``diskcache.Cache.get`` does. Opened
-    ``mode=ro`` when SQLite can use the WAL index beside it; else (no ``-shm`` file, and
-    none may be created: a cache closed cleanly) as an ``immutable`` file, which is
-    what the database file holds (answers left only in a ``-wal`` file would be missed).
+#: What decoding a value can raise besides a missing value file: a corrupt or foreign
+#: pickle. Such an entry is a miss (it will be asked again and overwritten), never a
+#: crash of the run.
+_UNREADABLE = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
+               TypeError, ValueError, UnicodeDecodeError)  # fmt: skip
+
+
+def _get(store: diskcache.Cache | _ReadOnlyStore, key: str) -> Any:
+    """``store.get(key)``, an entry that cannot be decoded being a miss."""
+    try:
+        return store.get(key)
+    except _UNREADABLE:
+        return None
+
+
+def _plain_reads(store: diskcache.Cache) -> bool:
+    """Whether ``store.get()`` only reads (so reading its table is the same): no hit
+    counters, no access time or count written by the eviction policy, diskcache's own
+    key and value encoding."""
+    policy = diskcache.core.EVICTION_POLICY.get(store.eviction_policy, {"get": "?"})
+    return not store.statistics and policy["get"] is None and type(store.disk) is diskcache.Disk
+
+
+class _Table:
+    """diskcache's ``Cache`` table read with sqlite3 (never written), one query per chunk
+    of keys, each value decoded by the store's :class:`diskcache.Disk` as
+    ``diskcache.Cache.get`` does: string keys are stored as they are (``raw = 1``), a
+    value as raw text or bytes, a pickle in the row, or a file beside the database.
     """
 
-    def __init__(self, path: Path) -> None:
-        if not (path / "cache.db").is_file():
-            raise sqlite3.OperationalError("unable to open database file")
-        uri = (path / "cache.db").absolute().as_uri()
+    def __init__(self, path: Path, disk: diskcache.Disk, uri: str | None = None) -> None:
+        self._uri = uri or f"{(path / 'cache.db').absolute().as_uri()}?mode=ro"
+        self.disk = disk
         self._lock = threading.Lock()  # one connection, shared by the run's threads
         self._con: sqlite3.Connection | None = None
-        try:
-            self._uri = f"{uri}?mode=ro"
-            con = self._connection()
-        except sqlite3.OperationalError:
-            self._uri = f"{uri}?immutable=1"
-            con = self._connection()
-        settings = dict(con.execute("SELECT key, value FROM Settings").fetchall())
-        disk = {k[5:]: v for k, v in settings.items() if str(k).startswith("disk_")}
-        self._disk = diskcache.Disk(str(path), **disk)
-        self._count = int(settings.get("count") or 0)
 
-    def _connection(self) -> sqlite3.Connection:
+    def connection(self) -> sqlite3.Connection:
         """The open connection; (re)opened on first use, and after :meth:`close`."""
         if self._con is None:
             con = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
@@ -331,11 +371,45 @@ class _ReadOnlyStore:
             self._con = con
         return self._con
 
-    def get(self, key: str) -> Any:
-        db_key, raw = self._disk.put(key)
+    def get_many(self, keys: list[str]) -> dict[str, Any]:
+        """The hits among ``keys`` (at most 999 of them), as ``get()`` would give them."""
+        text = [k for k in keys if type(k) is str]
+        hits: dict[str, Any] = {}
+        if len(text) < len(keys):  # other keys are pickled by diskcache: one by one
+            for key in keys:
+                if type(key) is not str:
+                    value = self.get(key)
+                    if value is not None:
+                        hits[key] = value
+        if not text:
+            return hits
+        marks = ",".join("?" * len(text))
         with self._lock:
             rows = (
-                self._connection()
+                self.connection()
+                .execute(
+                    f"SELECT key, mode, filename, value FROM Cache WHERE key IN ({marks})"
+                    " AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)",
+                    (*text, time.time()),
+                )
+                .fetchall()
+            )
+        fetch = self.disk.fetch
+        for key, mode, filename, value in rows:
+            try:
+                hits[key] = fetch(mode, filename, value, False)
+            except OSError:  # its value file is gone: a miss, as for diskcache
+                continue
+            except _UNREADABLE:
+                continue
+        return hits
+
+    def get(self, key: Any) -> Any:
+        """One value, or ``None``."""
+        db_key, raw = self.disk.put(key)
+        with self._lock:
+            rows = (
+                self.connection()
                 .execute(
                     "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
                     " AND (expire_time IS NULL OR expire_time > ?)",
@@ -347,18 +421,53 @@ class _ReadOnlyStore:
             return None
         ((mode, filename, value),) = rows
         try:
-            return self._disk.fetch(mode, filename, value, False)
+            return self.disk.fetch(mode, filename, value, False)
         except OSError:  # its value file is gone: a miss, as for diskcache
             return None
-
-    def __len__(self) -> int:
-        return self._count
 
     def close(self) -> None:
         with self._lock:
             if self._con is not None:
                 self._con.close()
                 self._con = None
+
+
+class _ReadOnlyStore:
+    """A diskcache directory read in place, for a process that may not write it.
+
+    ``diskcache.Cache`` cannot open such a directory (it creates its tables and sets its
+    settings on open), so its table is read by a :class:`_Table` with the
+    :class:`diskcache.Disk` its settings describe. Opened ``mode=ro`` when SQLite can use
+    the WAL index beside it; else (no ``-shm`` file, and none may be created: a cache
+    closed cleanly) as an ``immutable`` file, which is what the database file holds
+    (answers left only in a ``-wal`` file would be missed).
+    """
+
+    def __init__(self, path: Path) -> None:
+        if not (path / "cache.db").is_file():
+            raise sqlite3.OperationalError("unable to open database file")
+        uri = (path / "cache.db").absolute().as_uri()
+        disk = diskcache.Disk(str(path))
+        try:
+            table = _Table(path, disk, f"{uri}?mode=ro")
+            con = table.connection()
+        except sqlite3.OperationalError:
+            table = _Table(path, disk, f"{uri}?immutable=1")
+            con = table.connection()
+        settings = dict(con.execute("SELECT key, value FROM Settings").fetchall())
+        options = {k[5:]: v for k, v in settings.items() if str(k).startswith("disk_")}
+        table.disk = diskcache.Disk(str(path), **options)
+        self.table = table
+        self._count = int(settings.get("count") or 0)
+
+    def get(self, key: str) -> Any:
+        return self.table.get(key)
+
+    def __len__(self) -> int:
+        return self._count
+
+    def close(self) -> None:
+        self.table.close()
 
 
 class NullCache(Cache):
@@ -370,6 +479,8 @@ class NullCache(Cache):
         self._disabled_reason = "caching disabled"
         self._moved_aside = True
         self.saved = 0
+        self._table = None
+        self._table_store = None
 
     def __repr__(self) -> str:
         return "NullCache()"

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from framekit import _secrets
@@ -80,8 +81,13 @@ class Outcome:
     probabilities: dict[str, float] | None = None
 
     @classmethod
-    def from_entry(cls, entry: dict[str, Any]) -> Outcome:
-        """The outcome of a request answered from the cache (free, instant)."""
+    def from_entry(cls, entry: Any) -> Outcome | None:
+        """The outcome of a request answered from the cache (free, instant): the one
+        place a cached outcome is made, for the planner's lookup, the executor's look
+        just before sending, and another run's answer to the same request. ``None`` for
+        an entry that is not one of ours (a foreign value under the key): a miss."""
+        if not isinstance(entry, dict) or not isinstance(entry.get("answer"), dict):
+            return None
         return cls(
             entry["answer"],
             None,
@@ -201,13 +207,63 @@ def table_for(cache: Cache) -> InFlight | None:
         return table
 
 
+#: One finished request: its cache key and what became of it.
+Answered = tuple[str, Outcome]
+
+
+async def stream(
+    drive: Callable[[Callable[[str, Outcome], None]], Awaitable[None]],
+) -> AsyncIterator[Answered]:
+    """The outcomes an executor's ``drive`` produces, as an async iterator.
+
+    ``drive`` runs as a task and hands each outcome to the sink it is given; they are
+    yielded in the order they finish, and an error of ``drive`` (a run-wide
+    :class:`~framekit.JudgeError`) is raised here once the outcomes before it are out.
+    Leaving the loop early (or being cancelled) cancels ``drive``.
+    """
+    done: asyncio.Queue[Answered | None] = asyncio.Queue()
+
+    async def run() -> None:
+        try:
+            await drive(lambda key, outcome: done.put_nowait((key, outcome)))
+        finally:
+            done.put_nowait(None)  # the end, or the error that follows it
+
+    task = asyncio.create_task(run())
+    try:
+        while (item := await done.get()) is not None:
+            yield item
+        await task  # raises what stopped drive
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
     """Rough pre-call estimate for the TPM bucket (about 4 characters a token)."""
     chars = sum(len(str(m.get("content") or "")) for m in messages)
     return chars // 4 + min(max_tokens, 256)
 
 
-class ChatExecutor:
+#: Where an executor's drive puts each outcome.
+Sink = Callable[[str, Outcome], None]
+
+
+class Executor:
+    """What the planner asks of an executor: :meth:`outcomes`. A subclass sends in its
+    own way (``_drive``) and hands each outcome to the sink it is given."""
+
+    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
+        """Answer every ``(key, request)``; ``(key, outcome)`` as each finishes."""
+        return stream(lambda sink: self._drive(items, sink))
+
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        raise NotImplementedError
+
+
+class ChatExecutor(Executor):
     """Runs the unique chat requests of one run against one judge.
 
     ``limiter`` paces the calls (default: a :class:`~framekit.engine.limiter.RateLimiter`
@@ -235,12 +291,7 @@ class ChatExecutor:
         self.secrets: list[str] = []
         self._transport: Transport | None = None
 
-    async def run(
-        self,
-        items: Iterable[tuple[str, ChatRequest]],
-        on_done: Callable[[str, Outcome], None],
-    ) -> None:
-        """Send every ``(key, request)``; ``on_done`` is called as each finishes."""
+    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._transport = await self.judge.open()
         self.secrets = self.judge.secrets
         name = self._transport.name
@@ -271,19 +322,20 @@ class ChatExecutor:
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
                 continue
-            entry = self.cache.get(key)
-            if entry is not None:
+            cached = Outcome.from_entry(self.cache.get(key))
+            if cached is not None:
                 # Another process (or an earlier, interrupted run) answered it meanwhile.
                 self.stats.cache_hits += 1
-                on_done(key, Outcome.from_entry(entry))
+                on_done(key, cached)
                 continue
             owner = self.inflight.claim(key) if self.inflight is not None else None
             if owner is not None:
                 # Another run of this process is paying for this very request.
                 shared = await wait_for(owner)
-                if shared is not None and shared.answer is not None:
+                cached = Outcome.from_entry(shared.entry()) if shared is not None else None
+                if cached is not None:  # it answered (a failed call is made again here)
                     self.stats.cache_hits += 1
-                    on_done(key, replace(shared, cached=True, latency_s=0.0))
+                    on_done(key, cached)
                     continue
             outcome = None
             try:
@@ -301,10 +353,10 @@ class ChatExecutor:
         outcomes = []
         for index in range(self.judge.samples):
             sub = sample_key(key, index)
-            entry = self.cache.get(sub)
-            if entry is not None:
+            cached = Outcome.from_entry(self.cache.get(sub))
+            if cached is not None:
                 self.stats.cache_hits += 1
-                outcomes.append(Outcome.from_entry(entry))
+                outcomes.append(cached)
                 continue
             outcome = await self.send(request, sub)
             if outcome.answer is not None:
@@ -314,7 +366,7 @@ class ChatExecutor:
 
     async def send(self, request: ChatRequest, key: str = "") -> Outcome:
         """One request through pacing, retries and re-asks, to an answer or an error."""
-        assert self._transport is not None, "run() opens the judge first"
+        assert self._transport is not None, "_drive() opens the judge first"
         progress = _Progress(list(request.messages), time.perf_counter())
         while True:
             estimate = estimate_tokens(progress.messages, self.max_tokens)

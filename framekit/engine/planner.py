@@ -8,8 +8,11 @@ A :class:`ChatPlan` holds a run's distinct chat requests by cache key and, for e
 records waiting for its answer. It hands each judge's misses to an executor
 (:class:`~framekit.engine.executor.ChatExecutor`, or
 :class:`~framekit.engine.batch.BatchExecutor` for a batch judge) and takes every outcome
-back through one method, :meth:`ChatPlan.receive`: the one place where a record's result
-is written, whether its answer came from the cache, the endpoint or a batch.
+back as an async iterator of ``(key, outcome)`` (``executor.outcomes``), which the plan
+assembles through one method, :meth:`ChatPlan.receive`: the one place where a record's
+result is written, whether its answer came from the cache, the endpoint or a batch. An
+executor never writes into the plan; a cached outcome is made in one place,
+:meth:`Outcome.from_entry <framekit.engine.executor.Outcome.from_entry>`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import Prepared, ProgressFn, Record
+from framekit.engine.prepare import Prepared, ProgressFn, Record, bulk
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
@@ -56,16 +59,40 @@ def chat_key(prefix: bytes, request: ChatRequest) -> str:
     The separators are control bytes that the prompt layer strips from data, so two
     different message lists cannot hash the same way.
     """
-    h = hashlib.sha256(prefix)
-    for message in request.messages:
-        content = message.get("content")
-        if len(message) == 2 and isinstance(content, str) and "role" in message:
-            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
-            h.update(content.encode("utf-8", "surrogatepass"))
-        else:
-            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
+    messages = request.messages
+    first = messages[0] if messages else None
+    if first is not None and _plain(first) and isinstance(first["role"], str):
+        # The first message is the evaluator's system prompt, the same for every request:
+        # the hash of the prefix and of it is taken once and copied.
+        memo = (prefix, first["role"], first["content"])
+        start = _STARTS.get(memo)
+        if start is None:
+            if len(_STARTS) > 256:
+                _STARTS.clear()
+            start = _STARTS[memo] = _hash_messages(hashlib.sha256(prefix), messages[:1])
+        h = _hash_messages(start.copy(), messages[1:])
+    else:
+        h = _hash_messages(hashlib.sha256(prefix), messages)
     h.update(b"\x1c" + _schema_bytes(request.schema))
     return "chat:" + h.hexdigest()
+
+
+#: (prefix, role, content) of a first message -> the hash state after it.
+_STARTS: dict[tuple[bytes, Any, str], Any] = {}
+
+
+def _plain(message: Mapping[str, Any]) -> bool:
+    return len(message) == 2 and isinstance(message.get("content"), str) and "role" in message
+
+
+def _hash_messages(h: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
+    for message in messages:
+        if _plain(message):
+            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
+            h.update(message["content"].encode("utf-8", "surrogatepass"))
+        else:
+            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
+    return h
 
 
 # id(schema) -> (schema, its encoding). Holding the schema keeps its id from being
@@ -104,7 +131,10 @@ class ChatPlan(Mapping[str, list[Waiting]]):
     def __init__(self, prepared: Sequence[Prepared], progress: ProgressFn | None = None) -> None:
         self.progress: ProgressFn = progress or _silent
         self._waiting: dict[str, list[Waiting]] = {}
-        self._judges: dict[str, Judge] = {}
+        # Per key, who answers it and the shape of its answer (the request without its
+        # messages), as one pair shared by every key of an evaluator and judge.
+        self._asked: dict[str, tuple[Judge, ChatRequest]] = {}
+        pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
@@ -121,7 +151,13 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                 waiting = self._waiting.get(key)
                 if waiting is None:
                     waiting = self._waiting[key] = []
-                    self._judges[key] = judge
+                    # The shape holds the schema, so its id is not reused meanwhile.
+                    ident = (id(judge), id(request.schema), request.schema_name,
+                             request.label_field, request.choices)  # fmt: skip
+                    pair = pairs.get(ident)
+                    if pair is None:
+                        pair = pairs[ident] = (judge, _shape(request))
+                    self._asked[key] = pair
                 waiting.append((share, record))
 
     def __getitem__(self, key: str) -> list[Waiting]:
@@ -135,7 +171,11 @@ class ChatPlan(Mapping[str, list[Waiting]]):
 
     def judge(self, key: str) -> Judge:
         """The judge that answers ``key``."""
-        return self._judges[key]
+        return self._asked[key][0]
+
+    def shape(self, key: str) -> ChatRequest:
+        """What reading the answer to ``key`` needs: its request without the messages."""
+        return self._asked[key][1]
 
     def request(self, key: str) -> ChatRequest:
         """The request behind ``key``, rendered from the first record that asks it."""
@@ -153,7 +193,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         judge sends under its own limits."""
         groups: dict[int, tuple[Judge, list[str]]] = {}
         for key in self._waiting:
-            judge = self._judges[key]
+            judge = self._asked[key][0]
             groups.setdefault(id(judge), (judge, []))[1].append(key)
         return list(groups.values())
 
@@ -161,7 +201,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         """Take the outcome of ``key`` for every record waiting on it: the only place a
         record's result is written from an answer. The request leaves the plan (a long
         run's plan shrinks as results grow)."""
-        self._judges.pop(key, None)
+        self._asked.pop(key, None)
         for share, record in self._waiting.pop(key, ()):
             record.tokens, record.cost_usd = outcome.tokens, outcome.cost_usd
             record.cached, record.latency_s = outcome.cached, outcome.latency_s
@@ -183,6 +223,16 @@ class _Rendered:
 
     def __iter__(self) -> Iterator[tuple[str, ChatRequest]]:
         return ((key, self.plan.request(key)) for key in self.keys)
+
+    def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
+        """``(key, shape)`` without rendering a prompt (the batch path's first pass)."""
+        return ((key, self.plan.shape(key)) for key in self.keys)
+
+
+def _shape(request: ChatRequest) -> ChatRequest:
+    return ChatRequest(
+        [], request.schema_name, request.schema, request.label_field, request.choices
+    )
 
 
 def _silent(rows: int, kind: str) -> None:
@@ -209,13 +259,16 @@ async def run(
         for record in share.records:
             if record.fields is None:
                 record.report(report)  # settled while prepared (an error, a known verdict)
-    plan = ChatPlan(prepared, report)
-    stats.unique_requests += len(plan)
-    hits = cache.get_many(plan)
-    for key, entry in hits.items():
-        stats.cache_hits += 1
-        plan.receive(key, Outcome.from_entry(entry))
-    del hits
+    with bulk():
+        plan = ChatPlan(prepared, report)
+        stats.unique_requests += len(plan)
+        hits = cache.get_many(plan)
+        for key, entry in hits.items():
+            cached = Outcome.from_entry(entry)
+            if cached is not None:  # else not one of ours: asked again, and overwritten
+                stats.cache_hits += 1
+                plan.receive(key, cached)
+        del hits
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     likelihood = [share for share in prepared if share.scores_likelihood]
@@ -224,16 +277,18 @@ async def run(
     if pending and likelihood:
         await ready_likelihood(likelihood)
     limiter_of = limiter_for or (lambda judge: None)
-    await asyncio.gather(
-        *(
-            (
-                BatchExecutor(judge, cache, stats, show, limiter_of(judge))
-                if judge.batch
-                else ChatExecutor(judge, cache, stats, limiter_of(judge))
-            ).run(plan.requests(keys), plan.receive)
-            for judge, keys in pending
+
+    async def answer(judge: Judge, keys: list[str]) -> None:
+        executor = (
+            BatchExecutor(judge, cache, stats, show, limiter_of(judge))
+            if judge.batch
+            else ChatExecutor(judge, cache, stats, limiter_of(judge))
         )
-    )
+        # The executor sends and reports; the plan alone writes what came back.
+        async for key, outcome in executor.outcomes(plan.requests(keys)):
+            plan.receive(key, outcome)
+
+    await asyncio.gather(*(answer(judge, keys) for judge, keys in pending))
     if embedding:
         await embedding_stage(embedding, cache, stats, show)
     if likelihood:

@@ -153,7 +153,13 @@ def as_text(value: Any) -> str:
 
 def data_block(name: str, text: str) -> str:
     """One delimited block of untrusted text."""
-    return f"{BEGIN.format(name=name)}\n{neutralise(text)}\n{END.format(name=name)}"
+    begin, end = _delimiters(name)
+    return f"{begin}\n{neutralise(text)}\n{end}"
+
+
+@functools.lru_cache(maxsize=256)
+def _delimiters(name: str) -> tuple[str, str]:
+    return BEGIN.format(name=name), END.format(name=name)
 
 
 def documents_text(docs: list[str]) -> str:

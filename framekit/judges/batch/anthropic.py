@@ -10,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from framekit._errors import one_line
-from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
+from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult, dump_line, load_line
 from framekit.judges.faults import Fault
 from framekit.judges.transport import RawReply
 
@@ -37,13 +37,13 @@ class AnthropicBatchClient(BatchClient):
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         params = {**self.params, "model": self.model, **to_anthropic(messages, call)}
         line = {"custom_id": custom_id, "params": params}
-        return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b",\n"
+        return dump_line(line) + b",\n"
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
         text = line.strip().rstrip(b",")
         if not text.startswith(b'{"custom_id"'):
             return None
-        data = json.loads(text)
+        data = load_line(text)
         params = data["params"]
         system = params.get("system")
         head = [{"role": "system", "content": system}] if system else []
@@ -126,7 +126,7 @@ def _status(data: dict[str, Any]) -> BatchStatus:
 def read_line(line: bytes) -> LineResult:
     """One results line: ``succeeded`` (a message), ``errored``, ``canceled`` or ``expired``."""
     try:
-        data = json.loads(line)
+        data = load_line(line)
         custom_id = str(data["custom_id"])
         result = data["result"]
         kind = result["type"]

@@ -3,7 +3,6 @@ other servers that implement it)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 import aiohttp
 
 from framekit._errors import one_line
-from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
+from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult, dump_line, load_line
 from framekit.judges.faults import Fault
 from framekit.judges.http import read_completion
 from framekit.judges.transport import LOGPROBS_REQUEST
@@ -38,10 +37,10 @@ class OpenAIBatchClient(BatchClient):
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         body = {**self.params, "model": self.model, **call, "messages": messages}
         line = {"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body}
-        return json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        return dump_line(line) + b"\n"
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
-        data = json.loads(line)
+        data = load_line(line)
         return str(data["custom_id"]), list(data["body"]["messages"])
 
     async def submit(self, spool: Path, count: int, metadata: dict[str, str]) -> tuple[str, str]:
@@ -106,7 +105,7 @@ def _status(data: dict[str, Any]) -> BatchStatus:
 def read_line(line: bytes) -> LineResult:
     """One line of an output or error file: an answer, or that request's fault."""
     try:
-        data = json.loads(line)
+        data = load_line(line)
         custom_id = str(data["custom_id"])
     except (ValueError, KeyError, TypeError):
         return LineResult("", Fault("transient", "unreadable line in the batch output"))

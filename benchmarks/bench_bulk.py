@@ -1,0 +1,347 @@
+"""Bulk work around the calls, each against a bare script doing the same work (issue 25).
+
+Three figures, each a ratio measured in this one run:
+
+(a) cached re-run: ``evaluate_dataframe`` over N distinct rows whose answers are all in
+    the cache, vs a bare ``diskcache`` ``get()`` loop over the same N keys (rows/s);
+(b) batch preparation: N distinct requests planned, written as OpenAI batch JSONL
+    (50,000 lines a file), uploaded and created at the simulator (``wait=False``), vs a
+    bare loop that renders each prompt with an f-string, hashes it, writes the line and
+    uploads the files the same way;
+(c) cold fill at 0 ms latency: client CPU per row of ``evaluate_dataframe`` (HTTP
+    transport, concurrency 64, writing the cache) vs a bare aiohttp loop posting the
+    same number of chat requests at the same concurrency.
+
+The simulator runs in a subprocess, so its CPU is not this process's. The cache for (a)
+is filled through framekit's own planner and cache (the keys a real run computes) with
+one answer, so a million-row figure does not need a million calls first.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/bench_bulk.py [--rows 30000] [--cold-rows 20000]
+        [--only cached batch cold]
+
+Writes benchmarks/results/bulk.json (``--rows 1000000`` writes bulk-1000000.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
+
+import aiohttp  # noqa: E402
+import diskcache  # noqa: E402
+import polars as pl  # noqa: E402
+
+import framekit as fk  # noqa: E402
+from benchmarks._common import RESULTS, write_results  # noqa: E402
+from framekit._errors import BatchPending  # noqa: E402
+from framekit.engine.cache import Cache  # noqa: E402
+from framekit.engine.planner import ChatPlan  # noqa: E402
+from framekit.engine.prepare import prepare  # noqa: E402
+from framekit.evaluators import RetrievalRelevance  # noqa: E402
+from framekit.judges.resolve import JudgeResolver  # noqa: E402
+from framekit.testing import JudgeSimulator, SimulatorConfig  # noqa: E402
+
+MAPPING = {"input": "question", "context": "docs"}
+MODEL = "openai/gpt-4o-mini"
+ANSWER = {
+    "answer": {"explanation": "The context names the item.", "label": "relevant"},
+    "tokens": 42,
+    "cost_usd": None,
+}
+#: Lines per OpenAI batch file (the provider's limit, as framekit splits).
+BATCH_LINES = 50_000
+
+
+def peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def frame(n: int, tag: str = "") -> pl.DataFrame:
+    """``n`` distinct rows (``tag`` keeps the sections' rows apart)."""
+    return pl.DataFrame(
+        {
+            "question": [f"What is item {i}{tag}?" for i in range(n)],
+            "docs": [[f"Item {i} is a thing.", "Unrelated."] for i in range(n)],
+        }
+    )
+
+
+def _timed(fn: Callable[[], object]) -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds) of one call."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def _best(runs: int, fn: Callable[[], object]) -> tuple[float, float]:
+    """The least wall and the least CPU time of ``runs`` calls (on a shared machine the
+    CPU figure is the steadier one: other processes' load stretches wall time only)."""
+    times = [_timed(fn) for _ in range(runs)]
+    return min(w for w, _ in times), min(c for _, c in times)
+
+
+def _compare(rows: int, bare: tuple[float, float], ours: tuple[float, float]) -> dict[str, Any]:
+    return {
+        "bare_s": round(bare[0], 3),
+        "framekit_s": round(ours[0], 3),
+        "bare_rows_per_s": round(rows / bare[0]),
+        "framekit_rows_per_s": round(rows / ours[0]),
+        "framekit_over_bare_time": round(ours[0] / bare[0], 2),
+        "bare_cpu_s": round(bare[1], 3),
+        "framekit_cpu_s": round(ours[1], 3),
+        "framekit_over_bare_cpu": round(ours[1] / bare[1], 2),
+    }
+
+
+# -- (a) the cached re-run -----------------------------------------------------------------
+
+
+def _planned_keys(df: pl.DataFrame, judge: fk.Judge) -> list[str]:
+    prepared = asyncio.run(prepare(df, [RetrievalRelevance()], MAPPING, JudgeResolver(judge)))
+    return list(ChatPlan(prepared))
+
+
+def cached(rows: int, workdir: Path) -> dict[str, Any]:
+    df = frame(rows, " cached")
+    # An endpoint nothing listens on: one request sent would fail the run's rows.
+    judge = fk.Judge(MODEL, api_base="http://127.0.0.1:9/v1", api_key="sk-bench", max_retries=0)
+    cache_dir = workdir / "cached"
+    keys = _planned_keys(df, judge)
+    filled = Cache(cache_dir)
+    filled.set_many((key, ANSWER) for key in keys)
+    filled.close()
+
+    def bare() -> None:
+        store = diskcache.Cache(str(cache_dir))
+        for key in keys:
+            value = store.get(key)
+            assert value is not None
+        store.close()
+
+    def framekit() -> None:
+        out = fk.evaluate_dataframe(
+            df, [RetrievalRelevance()], MAPPING, judge=judge, cache=str(cache_dir), progress=False
+        )
+        assert out["retrieval_relevance_score"].null_count() == 0, "a row was not cached"
+
+    bare_t, fk_t = _best(3, bare), _best(3, framekit)
+    return {
+        "rows": rows,
+        **_compare(rows, bare_t, fk_t),
+        "target": "framekit_over_bare <= 1.2; >= 100,000 rows/s at 1,000,000 rows",
+    }
+
+
+# -- (b) batch preparation -----------------------------------------------------------------
+
+_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "explanation": {"type": "string"},
+        "label": {"type": "string", "enum": ["relevant", "irrelevant"]},
+    },
+    "required": ["explanation", "label"],
+    "additionalProperties": False,
+}
+
+
+def _bare_lines(df: pl.DataFrame) -> Iterator[bytes]:
+    """The bare loop's lines: an f-string prompt, its sha256, one JSON line."""
+    system = "You are comparing retrieved context to a user's request." * 20
+    fmt = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": _SCHEMA}}
+    for question, docs in zip(df["question"].to_list(), df["docs"].to_list()):
+        documents = "\n\n".join(f"Document {i}:\n{d}" for i, d in enumerate(docs, 1))
+        user = (
+            f"Request:\n[BEGIN DATA: input]\n{question}\n[END DATA: input]\n\n"
+            f"Retrieved context:\n[BEGIN DATA: context]\n{documents}\n[END DATA: context]\n\n"
+            "Is the retrieved context relevant to the request?"
+        )
+        key = hashlib.sha256((system + "\x1f" + user).encode()).hexdigest()
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        body = {"model": "gpt-4o-mini", "messages": messages, "response_format": fmt}
+        line = {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
+        yield json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
+async def _bare_batch(df: pl.DataFrame, workdir: Path, api_base: str) -> int:
+    files: list[Path] = []
+    handle = None
+    for n, line in enumerate(_bare_lines(df)):
+        if n % BATCH_LINES == 0:
+            if handle is not None:
+                handle.close()
+            files.append(workdir / f"bare-{n}.jsonl")
+            handle = files[-1].open("wb")
+        assert handle is not None
+        handle.write(line)
+    if handle is not None:
+        handle.close()
+    headers = {"authorization": "Bearer sk-bench"}
+    async with aiohttp.ClientSession(headers=headers) as session:
+        for path in files:
+            with path.open("rb") as body:
+                form = aiohttp.FormData()
+                form.add_field("purpose", "batch")
+                form.add_field("file", body, filename=path.name, content_type="application/jsonl")
+                async with session.post(f"{api_base}/files", data=form) as reply:
+                    file_id = (await reply.json())["id"]
+            create = {
+                "input_file_id": file_id,
+                "endpoint": "/v1/chat/completions",
+                "completion_window": "24h",
+            }
+            async with session.post(f"{api_base}/batches", json=create) as reply:
+                reply.raise_for_status()
+    return len(files)
+
+
+def batch(rows: int, workdir: Path) -> dict[str, Any]:
+    df = frame(rows, " batch")
+    # Batches that stay in progress: the run stops at the created batches (wait=False).
+    with JudgeSimulator.subprocess(SimulatorConfig(batch_seconds=3600)) as sim:
+        runs: list[tuple[tuple[float, float], tuple[float, float]]] = []
+        for attempt in range(2):
+
+            def framekit(attempt: int = attempt) -> None:
+                judge = fk.Judge(
+                    MODEL, api_base=sim.api_base, api_key="sk-bench", batch=True, wait=False
+                )
+                try:
+                    fk.evaluate_dataframe(
+                        df,
+                        [RetrievalRelevance()],
+                        MAPPING,
+                        judge=judge,
+                        cache=str(workdir / f"batch-cache-{attempt}"),
+                        progress=False,
+                    )
+                except BatchPending:
+                    return
+                raise AssertionError("the batch finished: nothing was measured")
+
+            bare = _timed(lambda: asyncio.run(_bare_batch(df, workdir, sim.api_base)))
+            runs.append((bare, _timed(framekit)))
+        created = sim.stats()["batch"]["batches_created"]
+    bare_t = (min(b[0] for b, _ in runs), min(b[1] for b, _ in runs))
+    fk_t = (min(f[0] for _, f in runs), min(f[1] for _, f in runs))
+    return {
+        "requests": rows,
+        "batches_created_by_both": created,
+        **_compare(rows, bare_t, fk_t),
+        "peak_rss_mb": round(peak_mb()),
+        "target": "framekit_over_bare_time <= 1.5",
+    }
+
+
+# -- (c) the cold fill -----------------------------------------------------------------------
+
+
+async def _bare_chat(rows: int, url: str, concurrency: int) -> None:
+    async with aiohttp.ClientSession() as session:
+
+        async def worker(ids: Iterator[int]) -> None:
+            for i in ids:
+                body = {
+                    "model": "sim",
+                    "messages": [{"role": "user", "content": f"What is item {i}?"}],
+                    "response_format": {
+                        "type": "json_schema",
+                        "json_schema": {"name": "verdict", "schema": _SCHEMA},
+                    },
+                }
+                async with session.post(url, json=body) as reply:
+                    json.loads((await reply.json())["choices"][0]["message"]["content"])
+
+        ids = iter(range(rows))
+        await asyncio.gather(*(worker(ids) for _ in range(concurrency)))
+
+
+def cold(rows: int, workdir: Path) -> dict[str, Any]:
+    concurrency = 64
+    with JudgeSimulator.subprocess(SimulatorConfig(latency=0.0)) as sim:
+        url = sim.api_base + "/chat/completions"
+        judge = fk.Judge(MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64)
+        # Warm both clients (imports, connections) outside the timed window.
+        asyncio.run(_bare_chat(200, url, concurrency))
+        fk.evaluate_dataframe(
+            frame(200, " warm"), [RetrievalRelevance()], MAPPING, judge=judge, progress=False
+        )
+        runs = []
+        for attempt in range(2):
+            cpu, wall = time.process_time(), time.perf_counter()
+            asyncio.run(_bare_chat(rows, url, concurrency))
+            bare = (time.process_time() - cpu, time.perf_counter() - wall)
+            df = frame(rows, f" cold {attempt}")
+            cpu, wall = time.process_time(), time.perf_counter()
+            out = fk.evaluate_dataframe(
+                df,
+                [RetrievalRelevance()],
+                MAPPING,
+                judge=judge,
+                cache=str(workdir / f"cold-{attempt}"),
+                progress=False,
+            )
+            ours = (time.process_time() - cpu, time.perf_counter() - wall)
+            assert out["retrieval_relevance_error"].null_count() == rows
+            runs.append((bare, ours))
+        judge.close()
+    bare_cpu = min(b[0] for b, _ in runs)
+    fk_cpu = min(f[0] for _, f in runs)
+    return {
+        "rows": rows,
+        "concurrency": concurrency,
+        "bare_cpu_ms_per_row": round(bare_cpu / rows * 1000, 3),
+        "framekit_cpu_ms_per_row": round(fk_cpu / rows * 1000, 3),
+        "framekit_over_bare_cpu": round(fk_cpu / bare_cpu, 2),
+        "bare_rows_per_s": round(rows / min(b[1] for b, _ in runs)),
+        "framekit_rows_per_s": round(rows / min(f[1] for _, f in runs)),
+        "peak_rss_mb": round(peak_mb()),
+        "target": "framekit_over_bare_cpu <= 1.3",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=30_000, help="rows of (a) and (b)")
+    parser.add_argument("--cold-rows", type=int, default=20_000, help="rows of (c)")
+    parser.add_argument("--only", nargs="+", choices=["cached", "batch", "cold"])
+    args = parser.parse_args()
+    sections = {
+        "cached": lambda d: cached(args.rows, d),
+        "batch": lambda d: batch(args.rows, d),
+        "cold": lambda d: cold(args.cold_rows, d),
+    }
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="fk-bench-bulk-") as tmp:
+        for name in args.only or sections:
+            section_dir = Path(tmp) / name
+            section_dir.mkdir()
+            figures[name] = sections[name](section_dir)
+            print(name, json.dumps(figures[name]), file=sys.stderr, flush=True)
+    figures["load_average_1m_at_end"] = round(os.getloadavg()[0], 2)
+    name = "bulk" if args.rows == 30_000 else f"bulk-{args.rows}"
+    previous = RESULTS / f"{name}.json"
+    if args.only and previous.exists():  # keep the sections not run this time
+        kept = json.loads(previous.read_text())
+        figures = {
+            **{k: v for k, v in kept.items() if k not in ("benchmark", "machine")},
+            **figures,
+        }
+    write_results(name, figures)
+
+
+if __name__ == "__main__":
+    main()
