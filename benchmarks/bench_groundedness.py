@@ -44,7 +44,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import framekit as fk  # noqa: E402
-from benchmarks import _summeval as se  # noqa: E402
+from benchmarks import _expert_ratings as se  # noqa: E402
 from benchmarks._common import write_results  # noqa: E402
 from framekit.evaluators import Coherence, Groundedness  # noqa: E402
 from framekit.evaluators import _offline_support as support  # noqa: E402

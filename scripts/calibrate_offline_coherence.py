@@ -34,9 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._summeval import DEFAULT_DATA  # noqa: E402
-from benchmarks._summeval import per_article as summary_level_spearman  # noqa: E402
-from benchmarks._summeval import read as read_summeval  # noqa: E402
+from benchmarks._expert_ratings import DEFAULT_DATA  # noqa: E402
+from benchmarks._expert_ratings import per_article as summary_level_spearman  # noqa: E402
+from benchmarks._expert_ratings import read as read_summeval  # noqa: E402
 from framekit.judges.local import coherence as lc  # noqa: E402
 from framekit.judges.local.embedder import LocalEmbedder  # noqa: E402
 from framekit.judges.local.methods import (  # noqa: E402

@@ -6,7 +6,7 @@ Usage::
         [--data ../shared/data/summeval-dev.jsonl] [--dry-run] [--threads N]
 
 Reads the SummEval dev half (50 articles x 16 summaries with expert consistency and
-coherence ratings, 1-5) and, through the evaluators' own hooks (``benchmarks/_summeval.py``):
+coherence ratings, 1-5) and, through the evaluators' own hooks (``benchmarks/_expert_ratings.py``):
 
 * Groundedness, similarity proxy (no extra): mean best cosine of the summary's sentences
   to the article's (all-MiniLM-L6-v2);
@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import _summeval as se  # noqa: E402
+from benchmarks import _expert_ratings as se  # noqa: E402
 from framekit.evaluators import Groundedness  # noqa: E402
 from framekit.evaluators import _offline_support as support  # noqa: E402
 from framekit.judges.local.embedder import MODEL_ID as EMBEDDER_ID  # noqa: E402
