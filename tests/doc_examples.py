@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -116,8 +117,6 @@ def make_sandbox(folder: Path) -> Path:
       retrieval_relevance), with its run record;
     - ``labelled.parquet``: the labelled sample scored the same way, with its human labels.
     """
-    import shutil
-
     import framekit as fk
     from framekit.evaluators import ResponseRelevance, RetrievalRelevance
 
