@@ -1,15 +1,22 @@
 """Sending chat requests: a fixed pool of workers, a shared limiter, retries and re-asks.
 
 Each unique request is sent at most once per run (the planner deduplicates), and every
-parsed answer is written to the cache the moment it arrives, so a killed run loses only
-the calls in flight. Just before a request goes out the cache is asked again, so a second
-process working through the same rows does not pay for answers the first one already has.
+parsed answer is handed to the cache's writer thread the moment it arrives
+(:class:`~framekit.engine.cache.GroupWriter`: group commit, one transaction for what has
+queued, so the event loop never waits on sqlite). A killed run loses only the calls in
+flight and the answers not yet written (at most
+:data:`~framekit.engine.cache.WRITE_GROUP_MAX`, in practice the few milliseconds of
+answers of the group being written); a run that ends, fails, is cancelled or is
+interrupted writes them all before it returns. Just before a request goes out the cache
+is asked again, so a second process working through the same rows does not pay for
+answers the first one already has.
 
 Two runs at once in one process (two threads of a notebook) would each find the same
 misses and pay for every one twice; with one table of calls in flight per cache
 directory (:class:`InFlight`), the second run to want an answer waits for the first
 run's call and takes its answer (a failed call is made again by the waiting run, which
-has its own retry budget).
+has its own retry budget). An answered call stays in that table until its answer is
+written, so a run arriving in between takes it from there rather than paying again.
 
 When the endpoint as a whole is down, rows do not pay for it: retries during an outage
 (see :class:`~framekit.engine.limiter.EndpointHealth`) are not counted against each
@@ -36,7 +43,7 @@ from typing import Any
 
 from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
-from framekit.engine.cache import Cache, NullCache
+from framekit.engine.cache import Cache, GroupWriter, NullCache
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.sampling import sample_key, vote
 from framekit.engine.stats import RunStats
@@ -186,6 +193,23 @@ class InFlight:
         if future is not None and not future.done():
             future.set_result(outcome)
 
+    def publish(self, key: str, outcome: Any) -> None:
+        """Publish an answer that is queued for the cache but not yet written: the key
+        stays claimed, answered, until :meth:`release`, so a run that asks meanwhile
+        takes this answer instead of paying for it again."""
+        with self._lock:
+            future = self._calls.get(key)
+        if future is not None and not future.done():
+            future.set_result(outcome)
+
+    def release(self, keys: Iterable[str]) -> None:
+        """Forget published answers now in the cache (called by the writer thread)."""
+        with self._lock:
+            for key in keys:
+                future = self._calls.get(key)
+                if future is not None and future.done():
+                    del self._calls[key]
+
     def __len__(self) -> int:
         return len(self._calls)
 
@@ -290,8 +314,22 @@ class ChatExecutor(Executor):
         self.inflight = table_for(cache)
         self.secrets: list[str] = []
         self._transport: Transport | None = None
+        # The run's answers go to the cache through a writer thread (see the module
+        # docstring); ``None`` when nothing is saved (no cache, or a read-only one).
+        self._writes: GroupWriter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._room = asyncio.Event()  # set by the writer when a full queue has room
+        self._room_wanted = False
 
     async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._writes = GroupWriter(self.cache, self._written) if self.cache.writable else None
+        try:
+            await self._send_all(items, on_done)
+        finally:
+            await self._drain()
+
+    async def _send_all(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._transport = await self.judge.open()
         self.secrets = self.judge.secrets
         name = self._transport.name
@@ -337,15 +375,57 @@ class ChatExecutor(Executor):
                     self.stats.cache_hits += 1
                     on_done(key, cached)
                     continue
-            outcome = None
+            outcome, queued = None, False
             try:
                 outcome = await self.send(request, key)
                 if outcome.answer is not None:
-                    self.cache.set(key, outcome.entry())
+                    queued = await self._save(key, outcome)
             finally:
                 if owner is None and self.inflight is not None:
-                    self.inflight.finish(key, outcome)
+                    if queued:  # claimed until written: see InFlight.publish
+                        self.inflight.publish(key, outcome)
+                    else:
+                        self.inflight.finish(key, outcome)
             on_done(key, outcome)
+
+    async def _save(self, key: str, outcome: Outcome) -> bool:
+        """Queue an answer for the writer thread; whether it was queued (``False``:
+        nothing is saved in this run). Waits first while the writer is a full group
+        behind, and queues the answer even when cancelled meanwhile (the drain writes it).
+        """
+        writes = self._writes
+        if writes is None:
+            return False
+        try:
+            while writes.full:
+                self._room_wanted = True
+                self._room.clear()
+                await self._room.wait()
+        finally:
+            writes.put(key, outcome.entry())
+        return True
+
+    def _written(self, keys: list[str]) -> None:
+        """The writer thread wrote a group: forget its calls, wake who waits for room."""
+        if self.inflight is not None:
+            self.inflight.release(keys)
+        loop = self._loop
+        if self._room_wanted and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(self._room.set)
+
+    async def _drain(self) -> None:
+        """Write every queued answer before the run returns, however it ends (an error,
+        a cancel, Ctrl-C): in a thread, and, cancelled again meanwhile, right here."""
+        writes, self._writes = self._writes, None
+        if writes is None:
+            return
+        closing = asyncio.ensure_future(asyncio.to_thread(writes.close))
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            writes.close()
+            raise
 
     async def _sampled(self, key: str, request: ChatRequest) -> Outcome:
         """A request asked ``judge.samples`` times, each sample cached on its own key; the
@@ -360,7 +440,7 @@ class ChatExecutor(Executor):
                 continue
             outcome = await self.send(request, sub)
             if outcome.answer is not None:
-                self.cache.set(sub, outcome.entry())
+                await self._save(sub, outcome)
             outcomes.append(outcome)
         return vote(request, outcomes)
 
