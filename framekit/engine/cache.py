@@ -541,6 +541,7 @@ class GroupWriter:
         self._queue: list[tuple[str, Any]] = []
         self._unwritten = 0  # queued plus being written
         self._closing = False
+        self._idle = False  # the thread waits for answers (else it finds them unwoken)
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
@@ -560,13 +561,16 @@ class GroupWriter:
                     target=self._run, name="framekit-cache-writer", daemon=True
                 )
                 self._thread.start()
-            self._cond.notify()
+            elif self._idle:
+                self._cond.notify()
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._queue and not self._closing:
+                    self._idle = True
                     self._cond.wait()
+                    self._idle = False
                 if not self._queue:
                     return  # closing, and everything is written
                 group = self._queue[: self.limit]

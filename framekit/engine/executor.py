@@ -7,9 +7,9 @@ queued, so the event loop never waits on sqlite). A killed run loses only the ca
 flight and the answers not yet written (at most
 :data:`~framekit.engine.cache.WRITE_GROUP_MAX`, in practice the few milliseconds of
 answers of the group being written); a run that ends, fails, is cancelled or is
-interrupted writes them all before it returns. Just before a request goes out the cache
-is asked again, so a second process working through the same rows does not pay for
-answers the first one already has.
+interrupted writes them all before it returns. Just before requests go out the cache is
+asked again (one query for a few of them), so a second process working through the same
+rows does not pay for answers the first one already has.
 
 Two runs at once in one process (two threads of a notebook) would each find the same
 misses and pay for every one twice; with one table of calls in flight per cache
@@ -34,10 +34,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import itertools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,6 +60,9 @@ CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
+#: Keys the cache is asked for at once just before they are sent (another process may
+#: have answered them since the run's first look): one query per this many requests.
+LOOK_AHEAD = 32
 
 
 def outage_budget(max_retries: int) -> float:
@@ -161,54 +165,74 @@ def cpu_hint(requests: int, busy: float, processes: int, transport: str) -> str 
     )
 
 
+@dataclass(frozen=True)
+class _Published:
+    outcome: Any
+
+
+_ABSENT = object()
+
 _tables: dict[str, InFlight] = {}
 _tables_lock = threading.Lock()
 
 
 class InFlight:
-    """Keys being answered right now, each with the future its answer will arrive on.
+    """Keys being answered right now, and the future each answer will arrive on.
 
     Futures are ``concurrent.futures`` ones because the runs sharing a table run on
-    different event loops in different threads.
+    different event loops in different threads. A future is made only when a second run
+    asks for a key (rarely): a run alone pays for a dict entry per call, no more.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[str, concurrent.futures.Future[Any]] = {}
+        # key -> None (claimed, nobody waits), the future a waiting run awaits, or the
+        # answer published but not yet written (_Published).
+        self._calls: dict[str, concurrent.futures.Future[Any] | _Published | None] = {}
 
     def claim(self, key: str) -> concurrent.futures.Future[Any] | None:
         """``None``: the caller now owns the call and must :meth:`finish` it; otherwise
         the future of the run that owns it."""
         with self._lock:
-            owner = self._calls.get(key)
-            if owner is not None:
-                return owner
-            self._calls[key] = concurrent.futures.Future()
-            return None
+            if key not in self._calls:
+                self._calls[key] = None
+                return None
+            entry = self._calls[key]
+            if isinstance(entry, concurrent.futures.Future):
+                return entry
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            if isinstance(entry, _Published):
+                future.set_result(entry.outcome)
+            else:
+                self._calls[key] = future
+            return future
 
     def finish(self, key: str, outcome: Any) -> None:
         """Publish the owner's outcome (``None``: no answer) to every waiting run."""
         with self._lock:
-            future = self._calls.pop(key, None)
-        if future is not None and not future.done():
-            future.set_result(outcome)
+            entry = self._calls.pop(key, None)
+        if isinstance(entry, concurrent.futures.Future) and not entry.done():
+            entry.set_result(outcome)
 
     def publish(self, key: str, outcome: Any) -> None:
         """Publish an answer that is queued for the cache but not yet written: the key
         stays claimed, answered, until :meth:`release`, so a run that asks meanwhile
         takes this answer instead of paying for it again."""
         with self._lock:
-            future = self._calls.get(key)
-        if future is not None and not future.done():
-            future.set_result(outcome)
+            entry = self._calls.get(key, _ABSENT)
+            if entry is _ABSENT:
+                return
+            self._calls[key] = _Published(outcome)
+        if isinstance(entry, concurrent.futures.Future) and not entry.done():
+            entry.set_result(outcome)
 
     def release(self, keys: Iterable[str]) -> None:
         """Forget published answers now in the cache (called by the writer thread)."""
         with self._lock:
+            calls = self._calls
             for key in keys:
-                future = self._calls.get(key)
-                if future is not None and future.done():
-                    del self._calls[key]
+                if isinstance(calls.get(key), _Published):
+                    del calls[key]
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -335,7 +359,7 @@ class ChatExecutor(Executor):
         name = self._transport.name
         if name not in self.stats.transports:
             self.stats.transports.append(name)
-        queue = iter(items)
+        queue = self._looked_up(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
             for _ in range(self.limits.concurrency)
@@ -355,12 +379,25 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
+    def _looked_up(
+        self, items: Iterable[tuple[str, ChatRequest]]
+    ) -> Iterator[tuple[str, ChatRequest, Any]]:
+        """``(key, request, entry)``: each request with what the cache holds for its key
+        now, just before it is sent, asked for :data:`LOOK_AHEAD` keys at a time (one
+        query instead of one per key; a sampled request looks up its samples itself)."""
+        taken = iter(items)
+        size = min(LOOK_AHEAD, self.limits.concurrency)
+        while chunk := list(itertools.islice(taken, size)):
+            found = self.cache.get_many([k for k, _ in chunk]) if self.judge.samples == 1 else {}
+            for key, request in chunk:
+                yield key, request, found.get(key)
+
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
-        for key, request in queue:
+        for key, request, entry in queue:
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
                 continue
-            cached = Outcome.from_entry(self.cache.get(key))
+            cached = Outcome.from_entry(entry) if entry is not None else None
             if cached is not None:
                 # Another process (or an earlier, interrupted run) answered it meanwhile.
                 self.stats.cache_hits += 1
