@@ -75,12 +75,17 @@ def peak_mb() -> float:
 
 
 def frame(n: int, tag: str = "") -> pl.DataFrame:
-    """``n`` distinct rows (``tag`` keeps the sections' rows apart)."""
-    return pl.DataFrame(
-        {
-            "question": [f"What is item {i}{tag}?" for i in range(n)],
-            "docs": [[f"Item {i} is a thing.", "Unrelated."] for i in range(n)],
-        }
+    """``n`` distinct rows (``tag`` keeps the sections' rows apart).
+
+    Built by polars expressions: made from Python lists of lists, 100,000 rows peaked at
+    594 MB of RSS before framekit saw them, which is what a peak-RSS figure would record.
+    """
+    i = pl.int_range(0, n, eager=True).cast(pl.String)
+    return pl.DataFrame({"i": i}).select(
+        question=pl.lit("What is item ") + pl.col("i") + pl.lit(f"{tag}?"),
+        docs=pl.concat_list(
+            pl.lit("Item ") + pl.col("i") + pl.lit(" is a thing."), pl.lit("Unrelated.")
+        ),
     )
 
 

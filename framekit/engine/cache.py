@@ -546,16 +546,20 @@ class GroupWriter:
         self._error: BaseException | None = None
 
     @property
-    def full(self) -> bool:
-        """Whether ``limit`` answers are unwritten (a caller that can wait should, before
-        :meth:`put`: that keeps what a kill can lose to ``limit`` answers)."""
-        return self._unwritten >= self.limit
+    def unwritten(self) -> int:
+        """Answers queued or being written. A caller that can wait should, before it
+        queues past ``limit``: that keeps what a kill can lose to ``limit`` answers."""
+        return self._unwritten
 
     def put(self, key: str, value: Any) -> None:
         """Queue one answer for the writer thread (started on the first answer)."""
+        self.put_many([(key, value)])
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """Queue answers for the writer thread, waking it once."""
         with self._cond:
-            self._queue.append((key, value))
-            self._unwritten += 1
+            self._queue.extend(items)
+            self._unwritten += len(items)
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run, name="framekit-cache-writer", daemon=True

@@ -344,6 +344,9 @@ class ChatExecutor(Executor):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._room = asyncio.Event()  # set by the writer when a full queue has room
         self._room_wanted = False
+        # Answers of this turn of the event loop, handed to the writer together at its
+        # end: one wake-up of the thread per turn, not one per answer.
+        self._staged: list[tuple[str, Any]] = []
 
     async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._loop = asyncio.get_running_loop()
@@ -434,13 +437,21 @@ class ChatExecutor(Executor):
         if writes is None:
             return False
         try:
-            while writes.full:
+            while writes.unwritten + len(self._staged) >= writes.limit:
                 self._room_wanted = True
                 self._room.clear()
                 await self._room.wait()
         finally:
-            writes.put(key, outcome.entry())
+            if not self._staged and self._loop is not None:
+                self._loop.call_soon(self._hand_over)
+            self._staged.append((key, outcome.entry()))
         return True
+
+    def _hand_over(self) -> None:
+        """Give the writer the answers staged during this turn of the event loop."""
+        staged, self._staged = self._staged, []
+        if staged and self._writes is not None:
+            self._writes.put_many(staged)
 
     def _written(self, keys: list[str]) -> None:
         """The writer thread wrote a group: forget its calls, wake who waits for room."""
@@ -454,6 +465,7 @@ class ChatExecutor(Executor):
     async def _drain(self) -> None:
         """Write every queued answer before the run returns, however it ends (an error,
         a cancel, Ctrl-C): in a thread, and, cancelled again meanwhile, right here."""
+        self._hand_over()
         writes, self._writes = self._writes, None
         if writes is None:
             return
