@@ -105,7 +105,9 @@ nav ul { padding-left: 1.2rem; }
                    text-align: left; }
   table.cards td:empty { display: none; }
   table.cards td::before { content: attr(data-col) ": "; color: #666; font-weight: 600; }
-  .scroll { overflow-x: visible; } }
+  /* A score line wraps inside its card; a wide table scrolls inside its own box: either
+     sticking out would make the whole page wider than the phone (and scroll sideways). */
+  #pairs td .score { white-space: normal; overflow-wrap: anywhere; } }
 """
 
 MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
