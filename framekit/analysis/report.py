@@ -174,8 +174,9 @@ def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
         for k, v in _provenance.describe(provenance)
     )
+    proxy = _provenance.PROXY_NOTE  # "scored by the offline local judge: ..."
     note = (
-        f'<p class="note">These scores were {html.escape(_provenance.PROXY_NOTE)}.</p>'
+        f'<p class="note">{html.escape(proxy[:1].upper() + proxy[1:])}.</p>'
         if _provenance.is_offline(provenance)
         else ""
     )
