@@ -74,7 +74,8 @@ def test_no_text_runs_into_another_panel_or_off_the_figure(human: str) -> None:
     headline = fig.get_suptitle()
     assert headline.startswith(f"response_relevance vs {human}: ")
     # (whose, what, where): the figure's title, then each panel's title, labels and ticks.
-    boxes = [("figure", "title", fig._suptitle.get_window_extent(renderer))]
+    (title,) = [t for t in fig.texts if t.get_text() == headline]
+    boxes = [("figure", "title", title.get_window_extent(renderer))]
     for i, ax in enumerate(fig.axes):
         boxes += [(f"panel {i}", n, b) for n, b in figure_layout.texts(ax, renderer).items()]
     for whose, what, box in boxes:
