@@ -122,3 +122,50 @@ def test_a_run_stopped_by_an_error_returns_only_once_its_answers_are_written(
     holder.join()
     assert unlocked.is_set()  # the error waited for the lock...
     assert len(cache) == 40  # ...and every answer received is in the cache
+
+
+def test_every_way_of_answering_gives_the_same_frame_confidence_included(
+    simulator_factory, tmp_path: Path
+) -> None:
+    # The writer thread, the orjson reply reader and the logprob fast paths change how
+    # answers travel, never what they say: an uncached run, a run writing the cache, its
+    # cached re-run and the litellm transport's run give one frame (bar the columns that
+    # say how an answer came: cached, latency).
+    from framekit.evaluators import (
+        Coherence,
+        ContextRelevance,
+        ResponseRelevance,
+        RetrievalRelevance,
+    )
+
+    sim = simulator_factory(latency=0.0)
+    frame = pl.DataFrame(
+        {
+            "question": [f"What does item {i} weigh?" for i in range(40)],
+            "answer": [f"Item {i} weighs {i % 7} kg, by the label." for i in range(40)],
+            "docs": [[f"Item {i} weighs {i % 7} kg.", "Unrelated text."] for i in range(40)],
+        }
+    )
+    evaluators = [RetrievalRelevance(), ResponseRelevance(), ContextRelevance(), Coherence()]
+    mapping = {"input": "question", "output": "answer", "context": "docs"}
+
+    def run(cache: object, transport: str = "http") -> pl.DataFrame:
+        out = fk.evaluate_dataframe(
+            frame,
+            evaluators,
+            mapping,
+            judge=sim_judge(sim, transport=transport, concurrency=8),
+            cache=cache,
+            progress=False,
+            details=True,
+        )
+        assert isinstance(out, pl.DataFrame)
+        return out.drop(pl.selectors.ends_with("_cached", "_latency_s"))
+
+    uncached = run(False)
+    confidence = [c for c in uncached.columns if c.endswith("_confidence")]
+    assert len(confidence) == 4 and uncached[confidence].null_count().sum_horizontal()[0] == 0
+    assert run(tmp_path / "cache").equals(uncached)
+    calls = sim.stats()["chat"]
+    assert run(tmp_path / "cache").equals(uncached) and sim.stats()["chat"] == calls
+    assert run(False, "litellm").equals(uncached)
