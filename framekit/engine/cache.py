@@ -558,6 +558,8 @@ class GroupWriter:
     def put_many(self, items: list[tuple[str, Any]]) -> None:
         """Queue answers for the writer thread, waking it once."""
         with self._cond:
+            if self._closing:
+                raise RuntimeError("the cache writer is closed: nothing queued now is written")
             self._queue.extend(items)
             self._unwritten += len(items)
             if self._thread is None:
@@ -586,7 +588,6 @@ class GroupWriter:
             finally:
                 with self._cond:
                     self._unwritten -= len(group)
-                    self._cond.notify_all()
             if self._written is not None:
                 try:
                     self._written([key for key, _ in group])
