@@ -294,6 +294,14 @@ async def _bare_chat(rows: int, url: str, concurrency: int, logprobs: bool = Tru
         await asyncio.gather(*(worker(ids) for _ in range(concurrency)))
 
 
+def _score(df: pl.DataFrame, judge: fk.Judge, cache: str | bool) -> pl.DataFrame:
+    out = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False
+    )
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
 def _cpu_wall(fn: Callable[[], object]) -> tuple[float, float]:
     cpu, wall = time.process_time(), time.perf_counter()
     fn()
@@ -308,14 +316,7 @@ def cold(rows: int, workdir: Path) -> dict[str, Any]:
         judge = fk.Judge(MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64)
         # Warm both clients (imports, connections) outside the timed window.
         asyncio.run(_bare_chat(200, url, concurrency))
-        fk.evaluate_dataframe(
-            frame(200, " warm"),
-            [RetrievalRelevance()],
-            MAPPING,
-            judge=judge,
-            cache=False,
-            progress=False,
-        )
+        _score(frame(200, " warm"), judge, False)
         bare: list[tuple[float, float]] = []
         plain: list[tuple[float, float]] = []
         ours: list[tuple[float, float]] = []
@@ -325,14 +326,7 @@ def cold(rows: int, workdir: Path) -> dict[str, Any]:
             df = frame(rows, f" cold {attempt}")
 
             def framekit(df: pl.DataFrame = df, attempt: int = attempt) -> None:
-                out = fk.evaluate_dataframe(
-                    df,
-                    [RetrievalRelevance()],
-                    MAPPING,
-                    judge=judge,
-                    cache=str(workdir / f"cold-{attempt}"),
-                    progress=False,
-                )
+                out = _score(df, judge, str(workdir / f"cold-{attempt}"))
                 assert out["retrieval_relevance_error"].null_count() == rows
 
             ours.append(_cpu_wall(framekit))
