@@ -228,7 +228,8 @@ class BatchExecutor(Executor):
                     manifest = self.store.new(client.provider, self.endpoint, judge.model, round_)
                     manifest.mode = self.modes.current
                     spool = self.store.spool_of(manifest)
-                    handle = open(spool, "wb")  # noqa: SIM115 (closed in close())
+                    # 1 MB of buffer: a 200 MB file in 200 writes, not 25,000.
+                    handle = open(spool, "wb", buffering=1 << 20)  # noqa: SIM115 (closed in close())
                     handle.write(client.header)
                     size = len(client.header)
                 handle.write(data)
