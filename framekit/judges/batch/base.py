@@ -16,7 +16,6 @@ line is what a chat call returns, a :class:`~framekit.judges.transport.RawReply`
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -62,15 +61,6 @@ LineEncoder = Callable[[str, list[dict[str, Any]]], bytes]
 # parameters contain one, the count check below falls back to encoding every line whole.
 _ID_MARK = "\ue000framekit-custom-id\ue000"
 _MESSAGES_MARK = "\ue000framekit-messages\ue000"
-
-
-def _encode_with(
-    encode: Callable[[str, list[dict[str, Any]], dict[str, Any]], bytes],
-    call: dict[str, Any],
-    custom_id: str,
-    messages: list[dict[str, Any]],
-) -> bytes:
-    return encode(custom_id, messages, call)
 
 
 def template_encoder(
@@ -175,7 +165,8 @@ class BatchClient:
         a fixed JSON text around those two (OpenAI's) cuts that text once and fills it in,
         instead of building and serialising a dict of the whole request per line. Either
         way the bytes are ``encode``'s."""
-        return functools.partial(_encode_with, self.encode, call)
+        encode = self.encode
+        return lambda custom_id, messages: encode(custom_id, messages, call)
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
         """(custom_id, messages) of a spool line; ``None`` for the header or footer."""
