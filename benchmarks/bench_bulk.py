@@ -8,8 +8,9 @@ Three figures, each a ratio measured in this one run:
     (50,000 lines a file), uploaded and created at the simulator (``wait=False``), vs a
     bare loop that renders each prompt with an f-string, hashes it, writes the line and
     uploads the files the same way; best of 3 runs of each, wall and CPU, each run at a
-    fresh simulator, with the load average and the bare loop's upload-and-create time
-    (what both sides wait on the simulator for);
+    fresh simulator, with each run's own ratio and their median, the load average, the
+    simulator's CPU seconds and the bare loop's upload-and-create time (what both sides
+    wait on the simulator for);
 (c) cold fill at 0 ms latency: client CPU per row of ``evaluate_dataframe`` (HTTP
     transport, concurrency 64, writing the cache) vs a bare aiohttp loop posting the
     same number of chat requests at the same concurrency.
