@@ -60,6 +60,8 @@ def neutralise(text: str) -> str:
     'ok (END-DATA(escaped): output] now'
     """
     if text.isascii():  # O(1); ASCII text has no look-alike, so the pattern as written
+        if "[" not in text and text.isprintable():  # no control character, no bracket
+            return text
         text = _CONTROL.sub(" ", text)
         return _DELIMITER.sub(_escaped, text) if "[" in text else text
     return _defuse_folded(text)
@@ -164,7 +166,12 @@ def _delimiters(name: str) -> tuple[str, str]:
 
 def documents_text(docs: list[str]) -> str:
     """Number a list of retrieved documents inside one block."""
+    if len(docs) <= len(_DOCUMENT_HEADS):  # the usual few: headings made once
+        return "\n\n".join(map(str.__add__, _DOCUMENT_HEADS, docs))
     return "\n\n".join(f"Document {i}:\n{doc}" for i, doc in enumerate(docs, start=1))
+
+
+_DOCUMENT_HEADS = tuple(f"Document {i}:\n" for i in range(1, 65))
 
 
 def message_text(message: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ an evaluator is mostly data (a template file) and a little code.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, RecordError
@@ -67,6 +67,27 @@ def as_documents(value: Any) -> list[str]:
     except TypeError:
         return [_prompt.as_text(value)]
     return [_prompt.as_text(v) for v in items if v is not None and _prompt.as_text(v).strip()]
+
+
+def _as_text(value: Any) -> str:
+    return value if type(value) is str else _prompt.as_text(value)
+
+
+def _documents(value: Any) -> str:
+    return _prompt.documents_text(as_documents(value))
+
+
+def _reference(value: Any) -> str:
+    return value if isinstance(value, str) else _documents(value)
+
+
+#: How :meth:`RubricEvaluator.field_texts` shows each field inside its block (the others
+#: as text).
+_TEXT_OF: dict[str, Callable[[Any], str]] = {
+    "context": _documents,
+    "reference": _reference,
+    "history": _prompt.history_text,
+}
 
 
 class RubricEvaluator(Evaluator):
@@ -193,6 +214,49 @@ class RubricEvaluator(Evaluator):
             choices=tuple(self.choices),
         )
 
+    def prompt_renderer(self) -> Callable[[Mapping[str, Any]], str] | None:
+        """A function giving, for one prepared record, the text of the user message of
+        :meth:`build_request` (character for character), so that a frame's prompts can be
+        rendered in one loop over its records without a request object each; ``None``
+        when this evaluator builds its requests otherwise (a subclass that overrides how).
+
+        Every other message of the request is the same for every record. The engine
+        checks both on the first record before it relies on them.
+        """
+        kind = type(self)
+        if (
+            kind.build_request is not RubricEvaluator.build_request
+            or kind.field_texts is not RubricEvaluator.field_texts
+            or kind.template_blocks
+            not in (RubricEvaluator.template_blocks, ClassificationEvaluator.template_blocks)
+        ):
+            return None
+        # The placeholder -> field map: a custom rubric's own, else each names its field.
+        fields = getattr(self, "placeholder_fields", None) or {}
+        pieces = _prompt._compiled(self.prompt_template, self.escaped_braces)
+        slots: list[tuple[str, str, str, Callable[[Any], str], str, str]] = []
+        for literal, placeholder in pieces[:-1]:  # the last piece is the closing text
+            assert placeholder is not None
+            field = fields.get(placeholder, placeholder)
+            begin, end = _prompt._delimiters(placeholder)
+            text_of = _TEXT_OF.get(field, _as_text)
+            slots.append((literal, placeholder, field, text_of, begin + "\n", "\n" + end))
+        closing = pieces[-1][0]
+        neutralise = _prompt.neutralise
+
+        def render(record: Mapping[str, Any]) -> str:
+            parts = []
+            for literal, placeholder, field, text_of, begin, end in slots:
+                value = record.get(field)
+                if value is None:  # a field without a value: its placeholder is kept
+                    parts.append(literal + "{" + placeholder + "}")
+                else:
+                    parts.append(literal + begin + neutralise(text_of(value)) + end)
+            parts.append(closing)
+            return "".join(parts)
+
+        return render
+
     def cache_namespace(self) -> str:
         return f"{self.template_name or self.name}:{self.version}"
 
@@ -205,6 +269,16 @@ class RubricEvaluator(Evaluator):
     ) -> Verdict:
         label = str(answer["label"])
         return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
+
+    def plain_verdicts(self) -> Mapping[str, float] | None:
+        """Label -> score when a verdict is this class's plain reading of an answer (the
+        label's score and the answer's explanation, nothing else) for an answer without
+        label probabilities, so that the engine may read many cached answers in one
+        loop; ``None`` when a subclass reads answers otherwise."""
+        kind = type(self)
+        if kind.verdict is not RubricEvaluator.verdict or kind.weigh is not Evaluator.weigh:
+            return None
+        return self.choices
 
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
