@@ -198,7 +198,7 @@ async def prepare(
         with bulk():
             records, inverse = distinct_records(fields.columns, names, frame.height, row_errors)
         judge = judge_for(ev.judge, ev.judge_options)
-        await fit_to_context(records, judge)
+        await fit_to_context(records, judge, most_text(fields.columns, names))
         with bulk():
             for record in records:
                 _prepare_record(ev, record)
@@ -343,16 +343,21 @@ def _distinct_by_polars(
 _ALWAYS_FITS = 8_000
 
 
-async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | Cascade) -> None:
+async def fit_to_context(
+    records: Sequence[Record], judge: Judge | LocalJudge | Cascade, most: int | None = None
+) -> None:
     """Cut the fields of over-long ``records`` (in place) to the judge's character
     budget, each with the note for its explanation (a cascade's: every stage's, so the
-    smallest window decides)."""
+    smallest window decides). ``most``: no record has more characters of text than this
+    (:func:`most_text`), so none is measured when that always fits."""
     if isinstance(judge, Cascade):
         for stage in judge.judges:
-            await fit_to_context(records, stage)
+            await fit_to_context(records, stage, most)
         return
     if not isinstance(judge, Judge):
         return  # the local judge truncates to its model's 256 tokens by itself
+    if not judge.context_window and most is not None and most <= _ALWAYS_FITS:
+        return
     unsettled = [r for r in records if r.fields is not None]
     sizes = [sum(map(text_size, r.fields.values())) for r in unsettled if r.fields is not None]
     if judge.context_window:
@@ -364,6 +369,29 @@ async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | 
     for record, size in zip(unsettled, sizes):
         if size > budget and record.fields is not None:
             record.note = fit_record(record.fields, budget) or record.note
+
+
+def most_text(columns: Mapping[str, pl.Series], names: Sequence[str]) -> int | None:
+    """At least as many characters as :func:`text_size` gives any row's ``names`` in
+    total, read off typed columns by polars (``None``: a column of another type).
+
+    Examples
+    --------
+    >>> most_text({"q": pl.Series(["ab", "abcd"]), "d": pl.Series([["x"], ["yy", "z"]])},
+    ...           ["q", "d"])
+    7
+    """
+    total = 0
+    for name in names:
+        column = columns[name]
+        if column.dtype == pl.String:
+            lengths = column.str.len_chars()
+        elif column.dtype == pl.List(pl.String):
+            lengths = column.list.eval(pl.element().str.len_chars()).list.sum()
+        else:
+            return None
+        total += int(lengths.max() or 0)  # type: ignore[arg-type]
+    return total
 
 
 def text_size(value: Any) -> int:

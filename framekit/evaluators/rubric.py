@@ -58,7 +58,7 @@ def as_documents(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return [value] if value.strip() else []
-    if type(value) is list and all(type(v) is str for v in value):
+    if type(value) is list and not [v for v in value if type(v) is not str]:
         return [v for v in value if v.strip()]  # the usual column: no text to render
     if isinstance(value, Mapping):
         return [_prompt.as_text(value)]
