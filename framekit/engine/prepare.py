@@ -29,7 +29,7 @@ import asyncio
 import contextlib
 import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -48,6 +48,7 @@ from framekit.evaluators.base import (
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.logprobs import expected_score
 from framekit.judges.resolve import JudgeResolver
 
 MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
@@ -152,6 +153,34 @@ class Prepared:
         """Rows whose evaluation failed."""
         return sum(r.weight for r in self.records if r.error)
 
+    def confidence_method(self) -> str:
+        """How this share's judge gives a confidence: ``"calibrated offline"`` (the
+        offline judge's fitted map), ``"self-consistency k=N"`` (``samples=N``), or
+        ``"logprobs"`` (token log-probabilities, where the endpoint reports them)."""
+        if isinstance(self.judge, LocalJudge):
+            return "calibrated offline"
+        if isinstance(self.judge, Cascade):  # its stages' methods: see framekit.engine.cascade
+            return "cascade"
+        if self.judge.samples > 1:
+            return f"self-consistency k={self.judge.samples}"
+        return "logprobs"
+
+    def confidence_summary(self) -> dict[str, Any]:
+        """This evaluator's confidence figures for the run record. ``method`` is ``None``
+        when no row got a confidence (a judge without logprobs, an evaluator without
+        labels): nothing is reported that the judge did not give."""
+        scored = [r for r in self.records if r.value is not None]
+        confident = sum(r.weight for r in scored if r.confidence is not None)
+        entry: dict[str, Any] = {
+            "method": self.confidence_method() if confident else None,
+            "scored_rows": sum(r.weight for r in scored),
+            "rows_with_confidence": confident,
+            "scoring": self.evaluator.scoring,
+        }
+        if self.evaluator.scoring == "expected":
+            entry["rows_scored_by_label"] = sum(r.weight for r in scored if not r.weighted)
+        return entry
+
     def judge_answer(
         self,
         record: Record,
@@ -165,7 +194,7 @@ class Prepared:
         assert record.fields is not None, "a settled record is not judged again"
         try:
             verdict = self.evaluator.verdict(record.fields, answer, vectors or None)
-            weighed = self.evaluator.weigh(verdict, probabilities)
+            weighed = weigh(self.evaluator, verdict, probabilities)
         except RecordError as exc:
             record.fail(str(exc))
         except (KeyError, ValueError, TypeError) as exc:
@@ -174,6 +203,30 @@ class Prepared:
         else:
             record.settle(weighed)
             record.weighted = weighed is not verdict and self.evaluator.scoring == "expected"
+
+
+def weigh(
+    evaluator: Evaluator, verdict: Verdict, probabilities: Mapping[str, float] | None
+) -> Verdict:
+    """``verdict`` with the judge's confidence in it, and with the probability-weighted
+    score when ``evaluator.scoring == "expected"``; unchanged without probabilities of
+    its label.
+
+    Examples
+    --------
+    >>> from framekit.evaluators import RetrievalRelevance
+    >>> ev = RetrievalRelevance(scoring="expected")
+    >>> v = weigh(ev, Verdict(1.0, "relevant", None), {"relevant": 0.8, "irrelevant": 0.2})
+    >>> v.value, v.confidence
+    (0.8, 0.8)
+    """
+    label = verdict.label
+    if not probabilities or label is None or label not in probabilities:
+        return verdict
+    value = verdict.value
+    if evaluator.scoring == "expected":
+        value = expected_score(probabilities, evaluator.label_scores())
+    return replace(verdict, value=value, confidence=float(probabilities[label]))
 
 
 async def prepare(

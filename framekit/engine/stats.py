@@ -52,7 +52,7 @@ class RunStats:
     #: Per evaluator: where its confidences came from (``method``: "logprobs",
     #: "calibrated offline", "self-consistency k=N", or ``None``), how many scored rows
     #: have one, its ``scoring``, and with ``scoring="expected"`` the rows that had to be
-    #: scored by their label (no probabilities); see :mod:`framekit.engine.confidence`.
+    #: scored by their label (no probabilities); see :meth:`Prepared.confidence_summary <framekit.engine.prepare.Prepared.confidence_summary>`.
     confidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from framekit.engine.cache import Cache
     from framekit.engine.embeddings import EmbeddingBackend
     from framekit.judges.judge import JudgeLike
-from framekit.judges.logprobs import expected_score
 from framekit.judges.request import ChatRequest
 
 #: ``reference`` is the text a response or the documents are checked against: the
@@ -240,26 +239,6 @@ class Evaluator(ABC):
     def label_scores(self) -> Mapping[str, float]:
         """Label -> score of the rubric (empty: the evaluator has no labels)."""
         return {}
-
-    def weigh(self, verdict: Verdict, probabilities: Mapping[str, float] | None) -> Verdict:
-        """``verdict`` with the judge's confidence in it, and with the probability-weighted
-        score when ``scoring="expected"``; unchanged without probabilities of its label.
-
-        Examples
-        --------
-        >>> from framekit.evaluators import RetrievalRelevance
-        >>> ev = RetrievalRelevance(scoring="expected")
-        >>> v = ev.weigh(Verdict(1.0, "relevant", None), {"relevant": 0.8, "irrelevant": 0.2})
-        >>> v.value, v.confidence
-        (0.8, 0.8)
-        """
-        label = verdict.label
-        if not probabilities or label is None or label not in probabilities:
-            return verdict
-        value = verdict.value
-        if self.scoring == "expected":
-            value = expected_score(probabilities, self.label_scores())
-        return replace(verdict, value=value, confidence=float(probabilities[label]))
 
     # -- offline judge path ---------------------------------------------------------
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
