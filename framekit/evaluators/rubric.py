@@ -233,29 +233,12 @@ class RubricEvaluator(Evaluator):
             return None
         # The placeholder -> field map: a custom rubric's own, else each names its field.
         fields = getattr(self, "placeholder_fields", None) or {}
-        pieces = _prompt._compiled(self.prompt_template, self.escaped_braces)
-        slots: list[tuple[str, str, str, Callable[[Any], str], str, str]] = []
-        for literal, placeholder in pieces[:-1]:  # the last piece is the closing text
-            assert placeholder is not None
-            field = fields.get(placeholder, placeholder)
-            begin, end = _prompt._delimiters(placeholder)
-            text_of = _TEXT_OF.get(field, _as_text)
-            slots.append((literal, placeholder, field, text_of, begin + "\n", "\n" + end))
-        closing = pieces[-1][0]
-        neutralise = _prompt.neutralise
-
-        def render(record: Mapping[str, Any]) -> str:
-            parts = []
-            for literal, placeholder, field, text_of, begin, end in slots:
-                value = record.get(field)
-                if value is None:  # a field without a value: its placeholder is kept
-                    parts.append(literal + "{" + placeholder + "}")
-                else:
-                    parts.append(literal + begin + neutralise(text_of(value)) + end)
-            parts.append(closing)
-            return "".join(parts)
-
-        return render
+        names = _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces)
+        sources = {}
+        for name in names:
+            field = fields.get(name, name)
+            sources[name] = (field, _TEXT_OF.get(field, _as_text))
+        return _prompt.renderer(self.prompt_template, sources, escaped_braces=self.escaped_braces)
 
     def cache_namespace(self) -> str:
         return f"{self.template_name or self.name}:{self.version}"
@@ -275,8 +258,7 @@ class RubricEvaluator(Evaluator):
         label's score and the answer's explanation, nothing else) for an answer without
         label probabilities, so that the engine may read many cached answers in one
         loop; ``None`` when a subclass reads answers otherwise."""
-        kind = type(self)
-        if kind.verdict is not RubricEvaluator.verdict or kind.weigh is not Evaluator.weigh:
+        if type(self).verdict is not RubricEvaluator.verdict:
             return None
         return self.choices
 
