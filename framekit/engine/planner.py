@@ -136,10 +136,13 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # messages), as one pair shared by every key of an evaluator and judge.
         self._asked: dict[str, tuple[Judge, ChatRequest]] = {}
         pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]] = {}
+        # Per share (by id), the label scores of answers read in bulk ({}: none are).
+        self._plain: dict[int, dict[str, float]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
                 continue  # the offline judge embeds: see the embedding stage
+            self._plain[id(share)] = _plain_scores(share) or {}
             prefix = _chat_prefix(share.evaluator, judge)
             pending = share.pending()
             if self._plan_rendered(share, judge, prefix, pending, pairs):
@@ -274,11 +277,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         through :meth:`receive`. A foreign value is no answer: it is asked again, and
         overwritten.
         """
-        plain: dict[int, dict[str, float]] = {}
-        for queued in self._waiting.values():  # the shares are few: found in a pass
-            for share, _ in queued:
-                if id(share) not in plain:
-                    plain[id(share)] = _plain_scores(share) or {}
+        plain = self._plain
         waiting_of, asked = self._waiting, self._asked
         answered = rows = 0
         for key, entry in hits.items():
@@ -418,9 +417,8 @@ async def _run_judges(
     with bulk():
         plan = ChatPlan(prepared, report)
         stats.unique_requests += len(plan)
-        hits = cache.get_many(plan)
-        stats.cache_hits += plan.receive_cached(hits)
-        del hits
+        for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
+            stats.cache_hits += plan.receive_cached(hits)
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     likelihood = [share for share in prepared if share.scores_likelihood]
