@@ -293,22 +293,21 @@ def renderer(
     True
     """
     pieces = _compiled(template, escaped_braces)
+    # Per placeholder: the text before it with the placeholder kept (no value), the text
+    # before it with the block's opening line, the field, its text, the closing line.
     slots = []
     for literal, name in pieces[:-1]:  # the last piece is the closing text
         assert name is not None
         field, text_of = sources.get(name, ("", str))
         begin, end = _delimiters(name)
-        slots.append((literal, name, field, text_of, begin + "\n", "\n" + end))
+        slots.append((f"{literal}{{{name}}}", f"{literal}{begin}\n", field, text_of, "\n" + end))
     closing = pieces[-1][0]
 
     def fill(record: Mapping[str, Any]) -> str:
         parts = []
-        for literal, name, field, text_of, begin, end in slots:
-            value = record.get(field) if field else None
-            if value is None:
-                parts.append(literal + "{" + name + "}")
-            else:
-                parts.append(literal + begin + neutralise(text_of(value)) + end)
+        for kept, head, field, text_of, end in slots:
+            value = record.get(field)
+            parts.append(kept if value is None else head + neutralise(text_of(value)) + end)
         parts.append(closing)
         return "".join(parts)
 
