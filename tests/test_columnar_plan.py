@@ -217,3 +217,30 @@ def test_the_renderer_gives_build_requests_user_message_for_every_record():
                 continue  # a required field left null: never rendered
             assert render(ready) == ev.build_request(ready).messages[-1]["content"]
     assert Coherence().prompt_renderer() is None  # its own build_request
+
+
+def test_prompts_rendered_by_polars_are_the_renderers_or_left_to_it():
+    texts = [*LOOK_ALIKES, "plain", "two\nlines\tand tabs", "", "  ", None, "a } and { brace"]
+    docs = [[t, "other"] for t in texts if t is not None] + [[], None, ["x", None], ["", "y"]]
+    frame = pl.DataFrame(
+        [{"input": q, "output": q, "context": d, "reference": d} for q in texts for d in docs]
+    )
+    for ev in evaluators()[:4]:
+        names = [f for f in ev.fields if f in frame.columns]
+        prompts = ev.prompt_column(frame.select(names))
+        assert prompts is not None, ev.name
+        render = ev.prompt_renderer()
+        plain = 0
+        for row, prompt in zip(frame.select(names).iter_rows(named=True), prompts):
+            try:
+                ready = ev.prepare(row)
+            except RecordError:
+                continue
+            if prompt is not None:
+                plain += 1
+                assert prompt == render(ready), (ev.name, row)
+        assert plain > 0, ev.name  # plain text is rendered by polars, not left over
+    # A field read another way leaves the whole frame to the renderer.
+    as_text = frame.select("input", pl.col("context").list.join(" ").alias("context"))
+    assert RetrievalRelevance().prompt_column(as_text) is None
+    assert Coherence().prompt_column(frame.select("input", "output")) is None

@@ -212,14 +212,22 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         if pair is None:
             pair = pairs[ident] = (judge, _shape(request))
         waiting_of, asked = self._waiting, self._asked
-        for record in pending:
+        checked = trusted = False
+        for record, user in _bulk_prompts(share):
             fields = record.fields
-            assert fields is not None
-            try:
-                user = render(fields)
-            except RecordError as exc:
-                record.fail(str(exc))
-                continue
+            if fields is None:
+                continue  # settled while prepared
+            if record.note is not None:
+                user = None  # cut to fit the window: not the frame's text any more
+            if user is not None and not checked:  # polars's text is the renderer's
+                checked = True
+                trusted = user == render(fields)
+            if user is None or not trusted:
+                try:
+                    user = render(fields)
+                except RecordError as exc:
+                    record.fail(str(exc))
+                    continue
             h = start.copy()
             h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
             key = "chat:" + h.hexdigest()  # key_of, inlined: this loop is the plan's cost
@@ -348,6 +356,27 @@ class _Rendered:
     def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
         """``(key, shape)`` without rendering a prompt (the batch path's first pass)."""
         return ((key, self.plan.shape(key)) for key in self.keys)
+
+
+#: Distinct records whose prompts polars renders at once: the texts of one slice are
+#: held together, so a million records never hold all their prompts at the same time.
+RENDER_SLICE = 20_000
+
+
+def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
+    """Each record of ``share`` with its user message as polars rendered it from the
+    distinct rows (:meth:`RubricEvaluator.prompt_column
+    <framekit.evaluators.rubric.RubricEvaluator.prompt_column>`), or ``None`` where it is
+    to be rendered from the record."""
+    records, distinct = share.records, share.distinct
+    column = getattr(share.evaluator, "prompt_column", None)
+    if column is None or distinct is None or distinct.height != len(records):
+        yield from ((record, None) for record in records)
+        return
+    for begin in range(0, len(records), RENDER_SLICE):
+        part = records[begin : begin + RENDER_SLICE]
+        prompts = column(distinct.slice(begin, RENDER_SLICE))
+        yield from zip(part, prompts if prompts is not None else [None] * len(part))
 
 
 def _plain_scores(share: Prepared) -> dict[str, float] | None:

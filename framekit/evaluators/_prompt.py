@@ -25,6 +25,8 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import polars as pl
+
 BEGIN = "[BEGIN DATA: {name}]"
 END = "[END DATA: {name}]"
 
@@ -312,6 +314,73 @@ def renderer(
         return "".join(parts)
 
     return fill
+
+
+#: Text that :func:`neutralise` and :func:`~framekit.evaluators.rubric.as_documents`
+#: leave as it is: printable ASCII, tabs and newlines, and no ``[`` (which may open a
+#: delimiter look-alike). Anything else is rendered one record at a time.
+_PLAIN_TEXT = r"^[\t\n\x20-\x5a\x5c-\x7e]*$"
+
+
+def render_columns(
+    template: str,
+    frame: pl.DataFrame,
+    sources: Mapping[str, tuple[str, str]],
+    *,
+    escaped_braces: bool = False,
+) -> list[str | None] | None:
+    """:func:`renderer`'s text for every row of ``frame`` at once, by polars string
+    operations: ``sources`` gives each placeholder its column and how it shows
+    (``"text"``, or ``"documents"``: a list numbered as :func:`documents_text` numbers
+    it). A row is ``None`` where it must be rendered one record at a time: a text outside
+    :data:`_PLAIN_TEXT`, a null document list or one holding a null or a blank document. ``None`` for
+    the frame when a column is not of the type its kind reads (a string, a list of
+    strings).
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"q": ["hi", "[x"], "d": [["a", "b"], ["c"]]})
+    >>> sources = {"q": ("q", "text"), "d": ("d", "documents")}
+    >>> rows = render_columns("Q: {q} D: {d}", frame, sources)
+    >>> rows[0] == render("Q: {q} D: {d}", {"q": "hi", "d": documents_text(["a", "b"])})
+    True
+    >>> rows[1] is None  # a bracket: neutralised one record at a time
+    True
+    """
+    pieces = _compiled(template, escaped_braces)
+    parts: list[pl.Expr] = []
+    plain: list[pl.Expr] = []
+    for literal, name in pieces[:-1]:
+        assert name is not None
+        column, kind = sources.get(name, ("", "text"))
+        begin, end = _delimiters(name)
+        if column not in frame.columns:  # no value: the placeholder stays as written
+            parts.append(pl.lit(f"{literal}{{{name}}}"))
+            continue
+        value, dtype = pl.col(column), frame.schema[column]
+        if kind == "text" and dtype == pl.String:
+            text = value
+            plain.append(value.is_null() | value.str.contains(_PLAIN_TEXT))
+        elif kind == "documents" and dtype == pl.List(pl.String):
+            doc = pl.element()
+            text = value.list.eval(
+                pl.concat_str(
+                    pl.lit("Document "), (pl.int_range(pl.len()) + 1).cast(pl.String),
+                    pl.lit(":\n"), doc,
+                )
+            ).list.join("\n\n")  # fmt: skip
+            kept = doc.is_not_null() & doc.str.contains(_PLAIN_TEXT) & (doc.str.strip_chars() != "")
+            # A null list is left to the record too: a prepare may read it as no documents.
+            plain.append(value.list.eval(kept).list.all().fill_null(False))
+        else:
+            return None
+        block = pl.concat_str(pl.lit(f"{literal}{begin}\n"), text, pl.lit("\n" + end))
+        parts.append(pl.when(value.is_null()).then(pl.lit(f"{literal}{{{name}}}")).otherwise(block))
+    parts.append(pl.lit(pieces[-1][0]))
+    prompt = pl.concat_str(parts)
+    if plain:
+        prompt = pl.when(pl.all_horizontal(plain)).then(prompt)
+    return frame.select(prompt.alias("prompt")).to_series().to_list()
 
 
 # f-string reading: a doubled brace is one literal brace, scanned left to right with the

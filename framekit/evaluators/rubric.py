@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import polars as pl
+
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
 from framekit.evaluators import _prompt
@@ -239,6 +241,41 @@ class RubricEvaluator(Evaluator):
             field = fields.get(name, name)
             sources[name] = (field, _TEXT_OF.get(field, _as_text))
         return _prompt.renderer(self.prompt_template, sources, escaped_braces=self.escaped_braces)
+
+    #: Whether the class's own ``prepare`` shows the template the values it was given
+    #: (at most dropping what the rendering drops anyway): a class that overrides
+    #: ``prepare`` says so itself, or its prompts are rendered record by record.
+    prepare_keeps_prompt: ClassVar[bool] = False
+
+    def prompt_column(self, frame: pl.DataFrame) -> list[str | None] | None:
+        """:meth:`prompt_renderer`'s text for each row of ``frame`` (a distinct record's
+        values per field, as the mapping gave them), rendered by polars for all rows at
+        once; ``None`` for a row that must be rendered from its prepared record (text the
+        neutraliser or the document reader would change), and ``None`` for the frame
+        when this evaluator's prompts cannot be rendered so (its own ``prepare`` or
+        request, a field of another type).
+        """
+        kind = type(self)
+        preparer = next(c for c in kind.__mro__ if "prepare" in c.__dict__)
+        if preparer is not Evaluator and not preparer.__dict__.get("prepare_keeps_prompt"):
+            return None
+        if self.prompt_renderer() is None:
+            return None
+        fields = getattr(self, "placeholder_fields", None) or {}
+        sources = {}
+        for name in _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces):
+            field = fields.get(name, name)
+            if field == "history" or (field == "context" and field in frame.columns
+                                      and frame.schema[field] == pl.String):  # fmt: skip
+                return None  # read as messages, or as one document: record by record
+            documents = field == "context" or (
+                field == "reference" and field in frame.columns
+                and frame.schema[field] != pl.String
+            )  # fmt: skip
+            sources[name] = (field, "documents" if documents else "text")
+        return _prompt.render_columns(
+            self.prompt_template, frame, sources, escaped_braces=self.escaped_braces
+        )
 
     def cache_namespace(self) -> str:
         return f"{self.template_name or self.name}:{self.version}"
