@@ -249,7 +249,12 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     if record.get("source"):
         out.append(("input", str(record["source"])))
     for judge in record.get("judges") or []:
-        params = {k: v for k, v in judge.items() if k not in ("kind", "model", "evaluators")}
+        # Settings left empty (no extra parameters, no endpoint) say nothing: not "params={}".
+        params = {
+            k: v
+            for k, v in judge.items()
+            if k not in ("kind", "model", "evaluators") and v not in (None, "", {}, [])
+        }
         text = f"{judge.get('model')} ({judge.get('kind')})"
         if params:
             text += "; " + ", ".join(f"{k}={v}" for k, v in sorted(params.items()))

@@ -242,16 +242,15 @@ JUDGE_AGREEMENT = [
     ),
     new_markdown_cell(
         "## Agreement with people\n\nOne row per evaluator. Labels are read on the "
-        "evaluator's rubric (`rubric=` supplies the labels the judge never chose); a boolean "
-        "human column is compared with `_passed`. Every figure has a 95 % bootstrap interval."
+        "evaluator's rubric, the labels the judge never chose included (the run remembers "
+        "them; `rubric=` adds labels of your own); a boolean human column is compared with "
+        "`_passed`. Every figure has a 95 % bootstrap interval."
     ),
     new_code_cell(
         "agreement = pl.concat(\n"
         "    [\n"
-        '        fk.agreement(scored, human="human_relevance", evaluators="response_relevance",\n'
-        "                     rubric=ResponseRelevance()),\n"
-        '        fk.agreement(scored, human="human_retrieval", evaluators="retrieval_relevance",\n'
-        "                     rubric=RetrievalRelevance()),\n"
+        '        fk.agreement(scored, human="human_relevance", evaluators="response_relevance"),\n'
+        '        fk.agreement(scored, human="human_retrieval", evaluators="retrieval_relevance"),\n'
         '        fk.agreement(scored, human="human_coherent", evaluators="coherence"),\n'
         "    ],\n"
         '    how="diagonal",\n'
@@ -263,17 +262,14 @@ JUDGE_AGREEMENT = [
         "The confusion matrix shows *how* the judge disagrees; the calibration panel shows "
         "what people said about the rows at each judge score (on the diagonal: calibrated)."
     ),
-    new_code_cell(
-        'fk.plot.agreement(scored, "human_relevance", "response_relevance", rubric=ResponseRelevance())'
-    ),
+    new_code_cell('fk.plot.agreement(scored, "human_relevance", "response_relevance")'),
     new_markdown_cell(
         "## Calibrate the pass mark\n\nPeople count the upper half of the rubric as a pass. "
         "`fk.calibrate` tries every score as a threshold and keeps the best F1 (or the most "
         'recall at a precision you name: `target=("precision", 0.9)`).'
     ),
     new_code_cell(
-        'calibration = fk.calibrate(scored, human="human_relevance", evaluator="response_relevance",\n'
-        "                           rubric=ResponseRelevance())\n"
+        'calibration = fk.calibrate(scored, human="human_relevance", evaluator="response_relevance")\n'
         "print(calibration)\n"
         "calibration.table"
     ),

@@ -84,7 +84,9 @@ async def _render(port: int, url: str, width: int, script: str, png: Path) -> An
             await tab.send("Page.enable")
             await tab.send("Page.navigate", url=url)
             await tab.event("Page.loadEventFired")
-            value = await tab.send("Runtime.evaluate", expression=script, returnByValue=True)
+            value = await tab.send(
+                "Runtime.evaluate", expression=script, returnByValue=True, awaitPromise=True
+            )
             if "exceptionDetails" in value:
                 raise RuntimeError(f"the script failed: {value['exceptionDetails']}")
             shot = await tab.send("Page.captureScreenshot", format="png")
@@ -94,7 +96,8 @@ async def _render(port: int, url: str, width: int, script: str, png: Path) -> An
 
 def render(url: str, width: int, script: str, png: Path) -> Any:
     """Load ``url`` ``width`` CSS pixels wide, return what ``script`` evaluates to (JSON
-    values) and write a screenshot of the top of the page to ``png``."""
+    values; a promise is awaited) and write a screenshot of what the window then shows to
+    ``png`` (the top of the page, or the section a ``#anchor`` in ``url`` scrolled to)."""
     profile = png.parent / f"profile-{png.stem}"
     port_file = profile / "DevToolsActivePort"
     browser = subprocess.Popen(
@@ -117,3 +120,12 @@ def render(url: str, width: int, script: str, png: Path) -> Any:
         except subprocess.TimeoutExpired:
             browser.kill()
             browser.wait()
+
+
+def ink(png: Path) -> Any:
+    """Which pixels of a screenshot differ from the page's white background (a boolean
+    array, rows by columns): a blank capture has none. Reads PNGs with matplotlib."""
+    from matplotlib.image import imread
+
+    rgb = imread(png)[..., :3]
+    return (rgb < 0.96).any(axis=2)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import math
 
 import numpy as np
@@ -257,6 +258,13 @@ def test_agreement_on_the_labelled_sample_knows_the_rubric_without_being_told() 
     assert out.equals(told)  # the same reading as with rubric= given
     record = fk.last_run().provenance
     assert record is not None and "Completely Yes" in record["evaluators"][0]["labels"]
+    # So do the calibration and the agreement plot the notebook draws next.
+    pair = {"human": "human_relevance", "evaluator": "response_relevance"}
+    calibrated = fk.calibrate(scored, **pair)
+    assert calibrated.table.equals(fk.calibrate(scored, **pair, rubric=ResponseRelevance()).table)
+    if importlib.util.find_spec("matplotlib") is not None:
+        fig = fk.plot.agreement(scored, "human_relevance", "response_relevance")
+        assert fig.get_suptitle().endswith("n = 60")
 
 
 def test_without_scipy_the_correlations_are_null_with_one_warning_naming_the_install(

@@ -13,6 +13,7 @@ import pytest
 
 from framekit import plot
 from framekit.analysis.summary import summarize
+from tests import figure_layout
 
 pytest.importorskip("matplotlib")
 
@@ -54,7 +55,7 @@ def test_distributions_draws_one_panel_per_evaluator_and_counts_errors() -> None
     errors = df["coherence_score"].null_count()
     assert errors > 1
     assert fig.axes[0].get_title() == f"coherence\n{2 * 40 - errors} scored, {errors} errors"
-    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
     assert legend == ["plain", "rag"]
     # Bar heights add up to the scored rows of each group: failures are not drawn as 0.
     heights = sum(p.get_height() for p in fig.axes[0].patches)
@@ -70,7 +71,7 @@ def test_means_bars_are_the_summary_means_with_interval_error_bars() -> None:
     assert heights == sorted(round(m, 12) for m in summary["mean"].to_list())
     assert [t.get_text() for t in ax.get_xticklabels()] == ["coherence", "retrieval_relevance"]
     overall = plot.means(df, by=None, evaluators="coherence", n_resamples=300)
-    assert len(overall.axes[0].patches) == 1 and overall.axes[0].get_legend() is None
+    assert len(overall.axes[0].patches) == 1 and not overall.legends
 
 
 @pytest.mark.parametrize("dpi", [50, 100])
@@ -123,3 +124,47 @@ def test_two_level_scores_get_two_ticks_not_an_empty_middle_one() -> None:
     pytest.importorskip("matplotlib")
     frame = pl.DataFrame({"r_score": [0.0, 1.0, 1.0], "r_error": [None, None, None]})
     assert list(plot.distributions(frame).axes[0].get_xticks()) == [0.0, 1.0]
+
+
+def crowded(groups: tuple[str, ...] = ("bm25", "dense", "hybrid")) -> pl.DataFrame:
+    """Every bar as tall as the tallest: a legend inside any panel must cover one."""
+    n = len(LEVELS) * 8
+    scores = [float(LEVELS[i % len(LEVELS)]) for i in range(n)]
+    high = [0.9 + 0.1 * (i % 2) for i in range(n)]  # means near the top of the axis
+    return pl.DataFrame(
+        {
+            "strategy": [g for g in groups for _ in range(n)],
+            "coherence_score": scores * len(groups),
+            "coherence_error": [None] * (n * len(groups)),
+            "faithfulness_score": high * len(groups),
+            "faithfulness_error": [None] * (n * len(groups)),
+            "groundedness_score": high[::-1] * len(groups),
+            "groundedness_error": [None] * (n * len(groups)),
+        },
+        schema_overrides={
+            f"{e}_error": pl.String for e in ("coherence", "faithfulness", "groundedness")
+        },
+    )
+
+
+@pytest.mark.parametrize("chart", ["distributions", "means"])
+def test_the_group_legend_covers_no_bar_or_title_and_stays_in_the_figure(chart: str) -> None:
+    if chart == "distributions":
+        fig = plot.distributions(crowded(), by="strategy")
+    else:
+        fig = plot.means(crowded(), "strategy", ["faithfulness", "groundedness"], n_resamples=100)
+    renderer = figure_layout.draw(fig)
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    drawn = figure_layout.bars(fig, renderer)
+    assert legends and len(drawn) >= 6
+    for legend in legends:
+        box = legend.get_window_extent(renderer)
+        assert figure_layout.inside(box, fig.bbox), "a legend is cut off at the figure's edge"
+        covered = [b for b in drawn if box.overlaps(b)]
+        assert not covered, f"the legend {box} covers {len(covered)} bars, e.g. {covered[0]}"
+        for ax in fig.axes:
+            for name, text in figure_layout.texts(ax, renderer).items():
+                assert not box.overlaps(text), f"the legend covers the {name} of a panel"
+    # The groups are coloured alike in every panel: one legend says it for all of them.
+    (legend,) = legends
+    assert [t.get_text() for t in legend.get_texts()] == ["bm25", "dense", "hybrid"]

@@ -18,7 +18,7 @@ import polars as pl
 import pytest
 
 from framekit.analysis import write_html_report
-from tests.browser import CHROMIUM, chromium, render
+from tests.browser import CHROMIUM, chromium, ink, render
 from tests.helpers import RAG_ERROR, STRATEGIES, rag_frame
 
 pytestmark = pytest.mark.skipif(
@@ -107,7 +107,8 @@ MEASURE = """(function () {
     var b = el.getBoundingClientRect();
     return {left: b.left, right: b.right, width: b.width, height: b.height};
   }
-  var out = {width: document.documentElement.clientWidth, rows: [], pairs: [], cells: []};
+  var out = {width: document.documentElement.clientWidth, rows: [], pairs: [], cells: [],
+             page: document.documentElement.scrollWidth, layout: window.innerWidth};
   document.querySelectorAll('#rows tbody tr').forEach(function (tr) {
     function at(c) { return tr.querySelector('td[data-col="' + c + '"]'); }
     out.rows.push({status: box(at('status')), error: box(at('error')),
@@ -166,4 +167,52 @@ def test_under_600_px_each_row_is_a_card_inside_the_screen(rag_report: Path) -> 
             assert row[part]["width"] > 0 and row[part]["right"] <= 390
     # Nothing of either table sticks out to the right: no sideways scrolling on a phone.
     assert page["cells"] and max(page["cells"]) <= 390
+    # Nor does anything else (a summary table, a long error in a card): the page is as
+    # wide as the phone, not a wider layout the phone shows a part of.
+    assert page["page"] <= 390 and page["layout"] == 390
     assert page["pairs"][0] == "7"
+
+
+# Where the section named by the page address sits once the browser has scrolled to it
+# (which it may do after the load event: the script waits until the heading stays put for
+# five frames). "text" is the box of the heading's words, not of its full-width block.
+ANCHORED = """new Promise(function (done) {
+  var heading = document.getElementById(decodeURIComponent(location.hash.slice(1)));
+  var words = document.createRange(), last = null, still = 0, start = performance.now();
+  words.selectNodeContents(heading);
+  function tick() {
+    // Against what the window shows (the visual viewport), as the screenshot does.
+    var top = heading.getBoundingClientRect().top - window.visualViewport.offsetTop;
+    still = last !== null && Math.abs(top - last) < 0.5 ? still + 1 : 0;
+    last = top;
+    if (still < 5 && performance.now() - start < 5000) return requestAnimationFrame(tick);
+    var b = words.getBoundingClientRect();
+    var dx = window.visualViewport.offsetLeft, dy = window.visualViewport.offsetTop;
+    done({scrolled: window.visualViewport.pageTop, top: top, text: heading.textContent,
+          box: [b.left - dx, b.top - dy, b.right - dx, b.bottom - dy]});
+  }
+  requestAnimationFrame(tick);
+})"""
+
+
+@pytest.mark.parametrize(
+    ("anchor", "width"), [("rows-to-look-at", 1400), ("side-by-side", 1400), ("side-by-side", 390)]
+)
+def test_a_screenshot_at_an_anchor_shows_that_section_at_the_top(
+    rag_report: Path, anchor: str, width: int
+) -> None:
+    pytest.importorskip("matplotlib")
+    shot = rag_report.parent / f"rag-{width}-{anchor}.png"
+    place = render(f"{rag_report.as_uri()}#{anchor}", width, ANCHORED, shot)
+    print("screenshot:", shot)
+    assert place["scrolled"] > 500, "the page did not scroll to the section"
+    assert abs(place["top"]) <= 2, f"the section's heading is {place['top']} px from the top"
+    drawn = ink(shot)
+    assert drawn.shape[1] == width
+    # Not blank: text and table lines cover a good part of the picture...
+    assert drawn.mean() > 0.02, f"only {drawn.mean():.3%} of the screenshot is drawn"
+    # ...and the heading's words are drawn where the page says they are, at the top.
+    left, top, right, bottom = (round(v) for v in place["box"])
+    assert bottom <= 80, f"the heading's words end {bottom} px down"
+    words = drawn[max(top, 0) : bottom, left:right]
+    assert words.mean() > 0.1, f"nothing drawn where the heading is: {place}"

@@ -87,6 +87,10 @@ def test_user_written_frame_keeps_its_record_and_the_report_shows_it(judge_simul
     page = (tmp_path / "r.html").read_text()
     header = page[page.index('id="provenance"') : page.index('id="summary"')]
     assert "openai/sim-judge" in header and RetrievalRelevance().cache_namespace() in header
+    # The judge line names the settings that decide an answer, and no empty one.
+    (judge_line,) = re.findall(r"<dt>judge</dt><dd>([^<]*)</dd>", header)
+    assert judge_line.startswith("openai/sim-judge (llm); ") and "temperature=0.0" in judge_line
+    assert "={}" not in judge_line and "=None" not in judge_line
     assert "input=question" in header and str(fk.__version__) in header
     assert "<title>Nightly &lt;run&gt;</title>" in page
     assert API_KEY not in page and API_KEY[-8:] not in page
@@ -121,7 +125,14 @@ def test_offline_scores_are_labelled_as_similarity_proxies(tmp_path):
     assert fk.io.read_provenance(tmp_path / "out.parquet")["judges"][0]["kind"] == "local"
     report = framekit("report", "out.parquet", "--html", "r.html", cwd=tmp_path)
     assert "similarity" in report.stdout and "not an LLM verdict" in report.stdout
-    assert "not an LLM verdict" in (tmp_path / "r.html").read_text()
+    page = (tmp_path / "r.html").read_text()
+    assert (
+        '<p class="note">Scored by the offline local judge: embedding similarity, a proxy for '
+        "relevance that cannot check facts; not an LLM verdict.</p>" in page
+    )
+    assert "were scored" not in page  # was "These scores were scored by ..."
+    (judge_line,) = re.findall(r"<dt>judge</dt><dd>([^<]*)</dd>", page)
+    assert "={}" not in judge_line and "=None" not in judge_line
 
 
 def test_report_without_a_record_says_so_and_groups_are_capped(tmp_path):

@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from framekit._errors import InputError
+from framekit._provenance import known_rubric
 from framekit.analysis import _outcome as outcome
 
 
@@ -54,7 +55,13 @@ def is_label_dtype(dtype: pl.DataType) -> bool:
 
 def rubric_of(frame: pl.DataFrame, name: str, extra: Any = None) -> Rubric:
     """The label -> score pairs seen in ``frame`` for evaluator ``name``, plus ``extra``
-    (a mapping, or an evaluator: anything with a ``choices`` mapping)."""
+    (a mapping, or an evaluator: anything with a ``choices`` mapping).
+
+    Without ``extra``, the rubric this process last scored ``name`` with adds its labels:
+    a rubric's labels are its labels whether or not the judge chose each one.
+    """
+    if extra is None:
+        extra = known_rubric(name)
     extra = getattr(extra, "choices", extra)
     pairs: dict[str, float] = {}
     if f"{name}_label" in frame.columns:

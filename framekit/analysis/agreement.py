@@ -16,7 +16,6 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._frames import to_polars
-from framekit._provenance import known_rubric
 from framekit.analysis import _measures as m
 from framekit.analysis import _outcome as outcome
 from framekit.analysis._rubric import (
@@ -125,8 +124,7 @@ def agreement(
     assert human is not None
     for name in _names(frame, evaluators):
         _some_scored(frame, name, human)
-        # The rubric's labels are its labels whether or not the judge chose each one.
-        scale = rubric_of(frame, name, rubric if rubric is not None else known_rubric(name))
+        scale = rubric_of(frame, name, rubric)
         if is_label_dtype(frame.schema[human]):
             try:
                 check_labels(frame, human, name, scale)

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 _STEPS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05)  # 1.0: a two-level rubric gets no empty 0.5 bin
 _PANEL = (4.0, 3.0)  # inches per evaluator panel
 _COLUMNS = 3
+_LEGEND_COLUMNS = 8  # groups per legend line: more wrap onto further lines
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -73,7 +74,8 @@ def distributions(
     Returns
     -------
     matplotlib.figure.Figure
-        Four by three inches per panel, at most three panels per row.
+        Four by three inches per panel, at most three panels per row; with ``by``, one
+        legend of the groups above the panels (``fig.legends[0]``), clear of every bar.
 
     Examples
     --------
@@ -110,9 +112,24 @@ def distributions(
         ax.set_ylabel("rows")
         counts = f"{sum(d.size for d in data)} scored, {errors} error{'' if errors == 1 else 's'}"
         ax.set_title(f"{name}\n{counts}", fontsize=9)
-        if keys:
-            ax.legend(title=by, fontsize=8, title_fontsize=8)
+    if keys:
+        _legend(fig, by)
     return fig
+
+
+def _legend(fig: Figure, title: str | None) -> None:
+    """One legend for the figure, above the panels: inside an axes it would cover bars
+    (a group's colour is the same in every panel, so one legend says it all)."""
+    handles, labels = fig.axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles,
+        labels,
+        title=title,
+        loc="outside upper center",
+        ncols=min(len(labels), _LEGEND_COLUMNS),
+        fontsize=8,
+        title_fontsize=8,
+    )
 
 
 def means_from_summary(summary: pl.DataFrame, by: str | None) -> Figure:
@@ -141,7 +158,7 @@ def means_from_summary(summary: pl.DataFrame, by: str | None) -> Figure:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("mean score")
     if by:
-        ax.legend(title=by, fontsize=8, title_fontsize=8)
+        _legend(fig, by)
     return fig
 
 
@@ -176,12 +193,13 @@ def means(
     Returns
     -------
     matplotlib.figure.Figure
+        With ``by``, the legend of the groups sits above the bars (``fig.legends[0]``).
 
     Examples
     --------
     >>> df = pl.DataFrame({"strategy": ["a", "b"], "coherence_score": [1.0, 0.5],
     ...                    "coherence_error": [None, None]})
-    >>> [t.get_text() for t in means(df, n_resamples=100).axes[0].get_legend().get_texts()]
+    >>> [t.get_text() for t in means(df, n_resamples=100).legends[0].get_texts()]
     ['a', 'b']
     """
     summary = summarize(

@@ -65,15 +65,26 @@ def agreement(
     has_matrix = row["confusion"] is not None
     fig = Figure(figsize=(9.0 if has_matrix else 4.5, 4.0), layout="constrained")
     axes = fig.subplots(1, 2) if has_matrix else [fig.subplots(1, 1)]
+    # What the figure is about goes above both panels: a long panel title would run into
+    # the other panel's axis label.
+    fig.suptitle(_headline(evaluator, human, row))
     if has_matrix:
-        _matrix(axes[0], np.asarray(row["confusion"]), row["labels"], human, evaluator, row)
+        _matrix(axes[0], np.asarray(row["confusion"]), row["labels"], human, evaluator)
     _calibration(axes[-1], frame, human, evaluator, rubric)
     return fig
 
 
-def _matrix(
-    ax: Any, table: np.ndarray, labels: list[str], human: str, name: str, row: dict[str, Any]
-) -> None:
+def _headline(name: str, human: str, row: dict[str, Any]) -> str:
+    """``relevance vs human: weighted kappa 0.58, n = 60`` (no kappa for numbers)."""
+    if row["confusion"] is None:
+        return f"{name} vs {human}: n = {row['n']}"
+    several = len(row["labels"]) > 2
+    kappa = row["weighted_kappa"] if several else row["kappa"]
+    shown = "n/a" if kappa is None else f"{kappa:.2f}"
+    return f"{name} vs {human}: {'weighted kappa' if several else 'kappa'} {shown}, n = {row['n']}"
+
+
+def _matrix(ax: Any, table: np.ndarray, labels: list[str], human: str, name: str) -> None:
     ax.imshow(table, cmap="Blues")
     for (i, j), count in np.ndenumerate(table):
         dark = count > table.max() / 2
@@ -82,10 +93,7 @@ def _matrix(
     ax.set_yticks(range(len(labels)), labels)
     ax.set_xlabel(f"judge ({name})")
     ax.set_ylabel(f"people ({human})")
-    kappa = row["weighted_kappa"] if len(labels) > 2 else row["kappa"]
-    kind = "weighted kappa" if len(labels) > 2 else "kappa"
-    shown = "n/a" if kappa is None else f"{kappa:.2f}"
-    ax.set_title(f"{name}: {kind} {shown}, n = {row['n']}")
+    ax.set_title("confusion matrix")
 
 
 def _human_values(frame: pl.DataFrame, human: str, name: str, rubric: Any) -> np.ndarray:
@@ -126,9 +134,22 @@ def _calibration(ax: Any, frame: pl.DataFrame, human: str, name: str, rubric: An
     ax.plot([0, 1], [0, 1], color="0.7", linestyle="--", linewidth=1)
     ax.plot(xs, ys, marker="o")
     for x, y, n in zip(xs, ys, ns):
-        ax.annotate(f"n={n}", (x, y), textcoords="offset points", xytext=(4, 6), fontsize=8)
+        # Each count sits above its point (below it at the top), turned inwards at the
+        # sides, so none is drawn over the frame or cut off at the figure's edge; a white
+        # backing keeps it readable where the line passes under it.
+        top = y > 0.85
+        ax.annotate(
+            f"n={n}",
+            (x, y),
+            textcoords="offset points",
+            xytext=(0, -8 if top else 8),
+            ha="left" if x < 0.15 else "right" if x > 0.85 else "center",
+            va="top" if top else "bottom",
+            fontsize=8,
+            bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none"},
+        )
     ax.set_xlim(-0.05, 1.05)
     ax.set_ylim(-0.05, 1.05)
     ax.set_xlabel(f"judge score ({name})")
-    ax.set_ylabel(f"people ({human}), mean on [0, 1]")
+    ax.set_ylabel(f"people ({human})\nmean on [0, 1]")
     ax.set_title("calibration")

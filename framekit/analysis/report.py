@@ -105,7 +105,9 @@ nav ul { padding-left: 1.2rem; }
                    text-align: left; }
   table.cards td:empty { display: none; }
   table.cards td::before { content: attr(data-col) ": "; color: #666; font-weight: 600; }
-  .scroll { overflow-x: visible; } }
+  /* A score line wraps inside its card; a wide table scrolls inside its own box: either
+     sticking out would make the whole page wider than the phone (and scroll sideways). */
+  #pairs td .score { white-space: normal; overflow-wrap: anywhere; } }
 """
 
 MAX_GROUPS = 30  # groups beyond this: no pairwise comparison, summary rows capped
@@ -172,8 +174,9 @@ def _provenance_html(provenance: Mapping[str, Any] | None) -> str:
         f"<dt>{html.escape(k)}</dt><dd>{html.escape(v)}</dd>"
         for k, v in _provenance.describe(provenance)
     )
+    proxy = _provenance.PROXY_NOTE  # "scored by the offline local judge: ..."
     note = (
-        f'<p class="note">These scores were {html.escape(_provenance.PROXY_NOTE)}.</p>'
+        f'<p class="note">{html.escape(proxy[:1].upper() + proxy[1:])}.</p>'
         if _provenance.is_offline(provenance)
         else ""
     )
