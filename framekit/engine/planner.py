@@ -448,6 +448,8 @@ async def _run_judges(
         stats.unique_requests += len(plan)
         for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
             stats.cache_hits += plan.receive_cached(hits)
+    for share in prepared:
+        share.distinct = None  # planned: the records carry on, the columns can go
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     likelihood = [share for share in prepared if share.scores_likelihood]
