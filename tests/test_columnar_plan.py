@@ -1,9 +1,10 @@
 """The columnar planning path gives what the record-at-a-time path gave.
 
-A plain template's prompts are rendered and hashed in one loop, and plain cached answers
-are read in one loop (``RubricEvaluator.prompt_renderer``, ``plain_verdicts``). Turning
-both off (the old path, as custom evaluators still take) must change nothing a user can
-see: the same output frame, every column, the same requests at the simulator, the same
+A plain template's prompts are rendered by polars where the text allows (else by a
+renderer per record) and hashed in one loop, and plain cached answers are read in one
+loop (``RubricEvaluator.prompt_column``, ``prompt_renderer``, ``plain_verdicts``).
+Turning them off (the old path, as custom evaluators still take) must change nothing a
+user can see: the same output frame, every column, the same requests at the simulator, the same
 cache keys; and a cached re-run sends nothing, a partly cached run only the misses.
 """
 
