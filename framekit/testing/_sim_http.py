@@ -48,7 +48,8 @@ _RATE_FIELDS = (
     ("refusal", "refusal_rate"),
 )
 _MAX_HEAD = 64 * 1024
-_MAX_BODY = 64 * 1024 * 1024
+# Above OpenAI's 200 MB batch-file limit: a provider-sized upload must get through.
+_MAX_BODY = 256 * 1024 * 1024
 _TRICKLE_PIECES = 8
 
 

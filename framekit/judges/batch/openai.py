@@ -10,7 +10,15 @@ from typing import Any
 import aiohttp
 
 from framekit._errors import one_line
-from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult, dump_line, load_line
+from framekit.judges.batch.base import (
+    BatchClient,
+    BatchStatus,
+    LineEncoder,
+    LineResult,
+    dump_line,
+    load_line,
+    template_encoder,
+)
 from framekit.judges.faults import Fault
 from framekit.judges.http import read_completion
 from framekit.judges.transport import LOGPROBS_REQUEST
@@ -38,6 +46,11 @@ class OpenAIBatchClient(BatchClient):
         body = {**self.params, "model": self.model, **call, "messages": messages}
         line = {"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body}
         return dump_line(line) + b"\n"
+
+    def line_encoder(self, call: dict[str, Any]) -> LineEncoder:
+        # The line is fixed text around the id and the messages (the body's other keys
+        # are the same on every line): cut once, filled in per line.
+        return template_encoder(self.encode, call) or super().line_encoder(call)
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
         data = load_line(line)
