@@ -21,7 +21,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -198,31 +198,41 @@ class Cache:
             return None
 
     def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
-        """Look up many keys at once; returns only the hits.
+        """Look up many keys at once; returns only the hits (:meth:`lookup`, merged)."""
+        hits: dict[str, Any] = {}
+        for found in self.lookup(keys):
+            hits.update(found)
+        return hits
 
-        One SQL query per chunk of :data:`LOOKUP_CHUNK` keys against diskcache's ``Cache``
-        table (:class:`_Table`), decoded by diskcache's own ``Disk``, which is what
-        ``get()`` returns key by key; a store whose settings make ``get()`` more than a
-        read (statistics, a least-recently-used policy) is read key by key instead.
+    def lookup(self, keys: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """The hits among ``keys``, one dict per chunk of :data:`LOOKUP_CHUNK` keys, so
+        that a caller can use each chunk's answers and let them go before the next are
+        read (a million cached answers decoded at once would be gigabytes).
+
+        One SQL query per chunk against diskcache's ``Cache`` table (:class:`_Table`),
+        decoded as diskcache's own ``Disk`` decodes, which is what ``get()`` returns key by
+        key; a store whose settings make ``get()`` more than a read (statistics, a
+        least-recently-used policy) is read key by key instead.
         """
         store = self._store
         if store is None:
-            return {}
-        hits: dict[str, Any] = {}
+            return
         try:
             table = self._table_of(store)
-            if table is not None:
-                keys = keys if isinstance(keys, list) else list(keys)
-                for start in range(0, len(keys), LOOKUP_CHUNK):
-                    hits.update(table.get_many(keys[start : start + LOOKUP_CHUNK]))
-            else:
-                for key in keys:
+            keys = keys if isinstance(keys, list) else list(keys)
+            for start in range(0, len(keys), LOOKUP_CHUNK):
+                chunk = keys[start : start + LOOKUP_CHUNK]
+                if table is not None:
+                    yield table.get_many(chunk)
+                    continue
+                found = {}
+                for key in chunk:
                     value = _get(store, key)
                     if value is not None:
-                        hits[key] = value
+                        found[key] = value
+                yield found
         except _CACHE_ERRORS as exc:
             self._failed(exc)
-        return hits
 
     def _table_of(self, store: diskcache.Cache | _ReadOnlyStore) -> _Table | None:
         """The table reader of ``store``, when reading its rows is all ``get()`` does."""
@@ -395,9 +405,16 @@ class _Table:
                 .fetchall()
             )
         fetch = self.disk.fetch
+        # A pickle in the row is what diskcache's own Disk reads with pickle.load over a
+        # BytesIO: unpickled straight from the bytes here (most of a lookup's time).
+        inline = type(self.disk) is diskcache.Disk
+        loads = pickle.loads
         for key, mode, filename, value in rows:
             try:
-                hits[key] = fetch(mode, filename, value, False)
+                if inline and mode == diskcache.core.MODE_PICKLE and value is not None:
+                    hits[key] = loads(value)
+                else:
+                    hits[key] = fetch(mode, filename, value, False)
             except OSError:  # its value file is gone: a miss, as for diskcache
                 continue
             except _UNREADABLE:

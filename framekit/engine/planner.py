@@ -37,7 +37,7 @@ from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
-from framekit.judges.request import ChatRequest
+from framekit.judges.request import ChatRequest, answer_text
 
 #: The limiter a judge's calls are paced by (``None``: a limiter of its own limits).
 LimiterFor = Callable[[Judge], "Limiter | None"]
@@ -136,12 +136,18 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # messages), as one pair shared by every key of an evaluator and judge.
         self._asked: dict[str, tuple[Judge, ChatRequest]] = {}
         pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]] = {}
+        # Per share (by id), the label scores of answers read in bulk ({}: none are).
+        self._plain: dict[int, dict[str, float]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
                 continue  # the offline judge embeds: see the embedding stage
+            self._plain[id(share)] = _plain_scores(share) or {}
             prefix = _chat_prefix(share.evaluator, judge)
-            for record in share.pending():
+            pending = share.pending()
+            if self._plan_rendered(share, judge, prefix, pending, pairs):
+                continue
+            for record in pending:
                 assert record.fields is not None
                 try:
                     request = share.evaluator.build_request(record.fields)
@@ -160,6 +166,78 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                         pair = pairs[ident] = (judge, _shape(request))
                     self._asked[key] = pair
                 waiting.append((share, record))
+
+    def _plan_rendered(
+        self,
+        share: Prepared,
+        judge: Judge,
+        prefix: bytes,
+        pending: list[Record],
+        pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]],
+    ) -> bool:
+        """Plan ``pending`` in one loop when the evaluator's prompt is a plain template
+        (:meth:`RubricEvaluator.prompt_renderer
+        <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`): each record's user
+        message is rendered and hashed straight into its key, without a request object.
+        The keys are :func:`chat_key`'s (the same byte stream). ``False`` (nothing
+        planned) for any other evaluator, or when the first record's request is not
+        what the renderer assumes."""
+        renderer = getattr(share.evaluator, "prompt_renderer", None)
+        render = renderer() if renderer is not None else None
+        if render is None or not pending:
+            return False
+        first = pending[0]
+        assert first.fields is not None
+        try:
+            request = share.evaluator.build_request(first.fields)
+        except RecordError:
+            return False  # the usual loop settles it with its error
+        before = request.messages[:-1]
+        start = _hash_messages(hashlib.sha256(prefix), before)
+        tail = b"\x1c" + _schema_bytes(request.schema)
+
+        def key_of(user: str) -> str:
+            h = start.copy()
+            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
+            return "chat:" + h.hexdigest()
+
+        # The byte stream is chat_key's only if the request is the other messages, then
+        # the rendered one: checked on the first record (the requests sent are always
+        # build_request's; only the keys come from here).
+        if key_of(render(first.fields)) != chat_key(prefix, request):
+            return False
+        ident = (id(judge), id(request.schema), request.schema_name,
+                 request.label_field, request.choices)  # fmt: skip
+        pair = pairs.get(ident)
+        if pair is None:
+            pair = pairs[ident] = (judge, _shape(request))
+        waiting_of, asked = self._waiting, self._asked
+        checked = trusted = False
+        for record, user in _bulk_prompts(share):
+            fields = record.fields
+            if fields is None:
+                continue  # settled while prepared
+            if record.note is not None:
+                user = None  # cut to fit the window: not the frame's text any more
+            if user is not None and not checked:  # polars's text is the renderer's
+                checked = True
+                trusted = user == render(fields)
+            if user is None or not trusted:
+                try:
+                    user = render(fields)
+                except RecordError as exc:
+                    record.fail(str(exc))
+                    continue
+            h = start.copy()
+            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
+            key = "chat:" + h.hexdigest()  # key_of, inlined: this loop is the plan's cost
+            waiting = waiting_of.get(key)
+            if waiting is None:
+                waiting_of[key] = [(share, record)]
+                asked[key] = pair
+            else:
+                waiting.append((share, record))
+        return True
 
     def __getitem__(self, key: str) -> list[Waiting]:
         return self._waiting[key]
@@ -198,6 +276,56 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             groups.setdefault(id(judge), (judge, []))[1].append(key)
         return list(groups.values())
 
+    def receive_cached(self, hits: Mapping[str, Any]) -> int:
+        """Take the cache's entries for their keys (:meth:`receive` of each entry's
+        :meth:`Outcome.from_entry <framekit.engine.executor.Outcome.from_entry>`); returns
+        how many were answers. A plain answer (a label of the rubric, no label
+        probabilities) for records of plain rubrics is written into them here, in one
+        loop, as :meth:`Prepared.judge_answer` would write it; every other entry goes
+        through :meth:`receive`. A foreign value is no answer: it is asked again, and
+        overwritten.
+        """
+        plain = self._plain
+        waiting_of, asked = self._waiting, self._asked
+        answered = rows = 0
+        for key, entry in hits.items():
+            waiting = waiting_of.get(key)
+            answer = entry.get("answer") if type(entry) is dict else None
+            label = answer.get("label") if type(answer) is dict else None
+            if waiting is None or type(label) is not str or entry.get("probabilities") is not None:
+                general = True
+            else:
+                for share, _ in waiting:
+                    if label not in plain[id(share)]:
+                        general = True
+                        break
+                else:
+                    general = False
+            if general:
+                cached = Outcome.from_entry(entry)
+                if cached is not None:
+                    answered += 1
+                    self.receive(key, cached)
+                continue
+            assert waiting is not None and answer is not None and isinstance(label, str)
+            explanation = answer.get("explanation")
+            if explanation is not None and type(explanation) is not str:
+                explanation = answer_text(explanation)
+            tokens, cost = entry.get("tokens", 0), entry.get("cost_usd")
+            for share, record in waiting:
+                record.tokens, record.cost_usd = tokens, cost
+                record.cached, record.latency_s = True, 0.0
+                record.value, record.label = plain[id(share)][label], label
+                record.explanation = explanation
+                record.details = record.confidence = record.fields = record.answer = None
+                record.reported = True
+                rows += record.weight
+            del waiting_of[key], asked[key]
+            answered += 1
+        if rows:
+            self.progress(rows, "cached")  # counted at once: the records say reported
+        return answered
+
     def receive(self, key: str, outcome: Outcome) -> None:
         """Take the outcome of ``key`` for every record waiting on it: the only place a
         record's result is written from an answer. The request leaves the plan (a long
@@ -228,6 +356,37 @@ class _Rendered:
     def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
         """``(key, shape)`` without rendering a prompt (the batch path's first pass)."""
         return ((key, self.plan.shape(key)) for key in self.keys)
+
+
+#: Distinct records whose prompts polars renders at once: the texts of one slice are
+#: held together, so a million records never hold all their prompts at the same time.
+RENDER_SLICE = 20_000
+
+
+def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
+    """Each record of ``share`` with its user message as polars rendered it from the
+    distinct rows (:meth:`RubricEvaluator.prompt_column
+    <framekit.evaluators.rubric.RubricEvaluator.prompt_column>`), or ``None`` where it is
+    to be rendered from the record."""
+    records, distinct = share.records, share.distinct
+    column = getattr(share.evaluator, "prompt_column", None)
+    if column is None or distinct is None or distinct.height != len(records):
+        yield from ((record, None) for record in records)
+        return
+    for begin in range(0, len(records), RENDER_SLICE):
+        part = records[begin : begin + RENDER_SLICE]
+        prompts = column(distinct.slice(begin, RENDER_SLICE))
+        yield from zip(part, prompts if prompts is not None else [None] * len(part))
+
+
+def _plain_scores(share: Prepared) -> dict[str, float] | None:
+    """Label -> score (clipped to [0, 1], as a settled record's value) of a share whose
+    answers :meth:`ChatPlan.receive_cached` may read in bulk, else ``None``."""
+    plain = getattr(share.evaluator, "plain_verdicts", None)
+    choices = plain() if plain is not None and not share.embeds_answers else None
+    if choices is None:
+        return None
+    return {label: min(1.0, max(0.0, float(score))) for label, score in choices.items()}
 
 
 def _shape(request: ChatRequest) -> ChatRequest:
@@ -287,13 +446,10 @@ async def _run_judges(
     with bulk():
         plan = ChatPlan(prepared, report)
         stats.unique_requests += len(plan)
-        hits = cache.get_many(plan)
-        for key, entry in hits.items():
-            cached = Outcome.from_entry(entry)
-            if cached is not None:  # else not one of ours: asked again, and overwritten
-                stats.cache_hits += 1
-                plan.receive(key, cached)
-        del hits
+        for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
+            stats.cache_hits += plan.receive_cached(hits)
+    for share in prepared:
+        share.distinct = None  # planned: the records carry on, the columns can go
     pending = plan.by_judge()
     embedding = [share for share in prepared if share.embeds]
     likelihood = [share for share in prepared if share.scores_likelihood]

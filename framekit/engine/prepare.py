@@ -123,6 +123,11 @@ class Prepared:
     judge: Judge | LocalJudge | Cascade
     records: list[Record]
     inverse: list[int] = field(default_factory=list)
+    #: The distinct records' values as the mapping gave them, one column per field (row
+    #: ``i`` is ``records[i]``), when polars grouped the rows; the planner renders their
+    #: prompts from it in bulk (:meth:`RubricEvaluator.prompt_column
+    #: <framekit.evaluators.rubric.RubricEvaluator.prompt_column>`).
+    distinct: pl.DataFrame | None = None
 
     @property
     def embeds(self) -> bool:
@@ -249,13 +254,13 @@ async def prepare(
         names = [f for f in ev.fields if f in fields.available]
         row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
         with bulk():
-            records, inverse = distinct_records(fields.columns, names, frame.height, row_errors)
+            records, inverse, distinct = _distinct(fields.columns, names, frame.height, row_errors)
         judge = judge_for(ev.judge, ev.judge_options)
-        await fit_to_context(records, judge)
+        await fit_to_context(records, judge, most_text(fields.columns, names))
         with bulk():
             for record in records:
                 _prepare_record(ev, record)
-        prepared.append(Prepared(ev, judge, records, inverse))
+        prepared.append(Prepared(ev, judge, records, inverse, distinct))
     return prepared
 
 
@@ -336,9 +341,21 @@ def distinct_records(
     A row in ``row_errors`` (its mapping raised) is not a record to ask about: it goes to
     a record holding that error (rows with the same error share one).
     """
+    records, inverse, _ = _distinct(columns, names, height, row_errors)
+    return records, inverse
+
+
+def _distinct(
+    columns: Mapping[str, pl.Series],
+    names: list[str],
+    height: int,
+    row_errors: Mapping[int, str] | None = None,
+) -> tuple[list[Record], list[int], pl.DataFrame | None]:
+    """:func:`distinct_records`, and the distinct rows' values as columns when polars
+    grouped them (:attr:`Prepared.distinct`)."""
     row_errors = row_errors or {}
     if not names:  # an evaluator reading no field: every row is the same record
-        return ([Record({}, height)], [0] * height) if height else ([], [])
+        return ([Record({}, height)], [0] * height, None) if height else ([], [], None)
     series = [columns[n] for n in names]
     if not row_errors and height and not any(s.dtype == pl.Object for s in series):
         return _distinct_by_polars(series, names)
@@ -367,12 +384,12 @@ def distinct_records(
             records.append(fresh)
         records[r].weight += 1
         inverse.append(r)
-    return records, inverse
+    return records, inverse, None
 
 
 def _distinct_by_polars(
     series: list[pl.Series], names: list[str]
-) -> tuple[list[Record], list[int]]:
+) -> tuple[list[Record], list[int], pl.DataFrame]:
     """:func:`distinct_records` of typed columns, grouped by polars: only the distinct
     rows become Python values (a frame of repeated rows costs its distinct ones)."""
     frame = pl.DataFrame([s.alias(n) for s, n in zip(series, names)])
@@ -384,7 +401,7 @@ def _distinct_by_polars(
     inverse[spread.get_column("__row").to_numpy()] = spread.get_column("record").to_numpy()
     values = [groups.get_column(n).to_list() for n in names]
     records = [Record(dict(zip(names, row)), w) for row, w in zip(zip(*values), weights)]
-    return records, inverse.tolist()
+    return records, inverse.tolist(), groups.select(names)
 
 
 # -- the context window ------------------------------------------------------------------
@@ -396,16 +413,21 @@ def _distinct_by_polars(
 _ALWAYS_FITS = 8_000
 
 
-async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | Cascade) -> None:
+async def fit_to_context(
+    records: Sequence[Record], judge: Judge | LocalJudge | Cascade, most: int | None = None
+) -> None:
     """Cut the fields of over-long ``records`` (in place) to the judge's character
     budget, each with the note for its explanation (a cascade's: every stage's, so the
-    smallest window decides)."""
+    smallest window decides). ``most``: no record has more characters of text than this
+    (:func:`most_text`), so none is measured when that always fits."""
     if isinstance(judge, Cascade):
         for stage in judge.judges:
-            await fit_to_context(records, stage)
+            await fit_to_context(records, stage, most)
         return
     if not isinstance(judge, Judge):
         return  # the local judge truncates to its model's 256 tokens by itself
+    if not judge.context_window and most is not None and most <= _ALWAYS_FITS:
+        return
     unsettled = [r for r in records if r.fields is not None]
     sizes = [sum(map(text_size, r.fields.values())) for r in unsettled if r.fields is not None]
     if judge.context_window:
@@ -417,6 +439,29 @@ async def fit_to_context(records: Sequence[Record], judge: Judge | LocalJudge | 
     for record, size in zip(unsettled, sizes):
         if size > budget and record.fields is not None:
             record.note = fit_record(record.fields, budget) or record.note
+
+
+def most_text(columns: Mapping[str, pl.Series], names: Sequence[str]) -> int | None:
+    """At least as many characters as :func:`text_size` gives any row's ``names`` in
+    total, read off typed columns by polars (``None``: a column of another type).
+
+    Examples
+    --------
+    >>> most_text({"q": pl.Series(["ab", "abcd"]), "d": pl.Series([["x"], ["yy", "z"]])},
+    ...           ["q", "d"])
+    7
+    """
+    total = 0
+    for name in names:
+        column = columns[name]
+        if column.dtype == pl.String:
+            lengths = column.str.len_chars()
+        elif column.dtype == pl.List(pl.String):
+            lengths = column.list.eval(pl.element().str.len_chars()).list.sum()
+        else:
+            return None
+        total += int(lengths.max() or 0)  # type: ignore[arg-type]
+    return total
 
 
 def text_size(value: Any) -> int:

@@ -22,8 +22,10 @@ import functools
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import polars as pl
 
 BEGIN = "[BEGIN DATA: {name}]"
 END = "[END DATA: {name}]"
@@ -60,6 +62,8 @@ def neutralise(text: str) -> str:
     'ok (END-DATA(escaped): output] now'
     """
     if text.isascii():  # O(1); ASCII text has no look-alike, so the pattern as written
+        if "[" not in text and text.isprintable():  # no control character, no bracket
+            return text
         text = _CONTROL.sub(" ", text)
         return _DELIMITER.sub(_escaped, text) if "[" in text else text
     return _defuse_folded(text)
@@ -164,7 +168,12 @@ def _delimiters(name: str) -> tuple[str, str]:
 
 def documents_text(docs: list[str]) -> str:
     """Number a list of retrieved documents inside one block."""
+    if len(docs) <= len(_DOCUMENT_HEADS):  # the usual few: headings made once
+        return "\n\n".join(map(str.__add__, _DOCUMENT_HEADS, docs))
     return "\n\n".join(f"Document {i}:\n{doc}" for i, doc in enumerate(docs, start=1))
+
+
+_DOCUMENT_HEADS = tuple(f"Document {i}:\n" for i in range(1, 65))
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -266,6 +275,112 @@ def render(template: str, blocks: Mapping[str, str], *, escaped_braces: bool = F
         if name is not None:
             parts.append(data_block(name, blocks[name]) if name in blocks else f"{{{name}}}")
     return "".join(parts)
+
+
+def renderer(
+    template: str,
+    sources: Mapping[str, tuple[str, Callable[[Any], str]]],
+    *,
+    escaped_braces: bool = False,
+) -> Callable[[Mapping[str, Any]], str]:
+    """:func:`render` of ``template`` as one function of a record, for many records:
+    ``sources`` gives each placeholder the field it shows and how that field's value
+    becomes text; a placeholder whose field has no value (or no source) stays as
+    written, as :func:`render` leaves a placeholder without a block.
+
+    Examples
+    --------
+    >>> fill = renderer("Q: {input}", {"input": ("input", str)})
+    >>> fill({"input": "hi"}) == render("Q: {input}", {"input": "hi"})
+    True
+    """
+    pieces = _compiled(template, escaped_braces)
+    # Per placeholder: the text before it with the placeholder kept (no value), the text
+    # before it with the block's opening line, the field, its text, the closing line.
+    slots = []
+    for literal, name in pieces[:-1]:  # the last piece is the closing text
+        assert name is not None
+        field, text_of = sources.get(name, ("", str))
+        begin, end = _delimiters(name)
+        slots.append((f"{literal}{{{name}}}", f"{literal}{begin}\n", field, text_of, "\n" + end))
+    closing = pieces[-1][0]
+
+    def fill(record: Mapping[str, Any]) -> str:
+        parts = []
+        for kept, head, field, text_of, end in slots:
+            value = record.get(field)
+            parts.append(kept if value is None else head + neutralise(text_of(value)) + end)
+        parts.append(closing)
+        return "".join(parts)
+
+    return fill
+
+
+#: Text that :func:`neutralise` and :func:`~framekit.evaluators.rubric.as_documents`
+#: leave as it is: printable ASCII, tabs and newlines, and no ``[`` (which may open a
+#: delimiter look-alike). Anything else is rendered one record at a time.
+_PLAIN_TEXT = r"^[\t\n\x20-\x5a\x5c-\x7e]*$"
+
+
+def render_columns(
+    template: str,
+    frame: pl.DataFrame,
+    sources: Mapping[str, tuple[str, str]],
+    *,
+    escaped_braces: bool = False,
+) -> list[str | None] | None:
+    """:func:`renderer`'s text for every row of ``frame`` at once, by polars string
+    operations: ``sources`` gives each placeholder its column and how it shows
+    (``"text"``, or ``"documents"``: a list numbered as :func:`documents_text` numbers
+    it). A row is ``None`` where it must be rendered one record at a time: a text outside
+    :data:`_PLAIN_TEXT`, a null document list or one holding a null or a blank document. ``None`` for
+    the frame when a column is not of the type its kind reads (a string, a list of
+    strings).
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"q": ["hi", "[x"], "d": [["a", "b"], ["c"]]})
+    >>> sources = {"q": ("q", "text"), "d": ("d", "documents")}
+    >>> rows = render_columns("Q: {q} D: {d}", frame, sources)
+    >>> rows[0] == render("Q: {q} D: {d}", {"q": "hi", "d": documents_text(["a", "b"])})
+    True
+    >>> rows[1] is None  # a bracket: neutralised one record at a time
+    True
+    """
+    pieces = _compiled(template, escaped_braces)
+    parts: list[pl.Expr] = []
+    plain: list[pl.Expr] = []
+    for literal, name in pieces[:-1]:
+        assert name is not None
+        column, kind = sources.get(name, ("", "text"))
+        begin, end = _delimiters(name)
+        if column not in frame.columns:  # no value: the placeholder stays as written
+            parts.append(pl.lit(f"{literal}{{{name}}}"))
+            continue
+        value, dtype = pl.col(column), frame.schema[column]
+        if kind == "text" and dtype == pl.String:
+            text = value
+            plain.append(value.is_null() | value.str.contains(_PLAIN_TEXT))
+        elif kind == "documents" and dtype == pl.List(pl.String):
+            doc = pl.element()
+            text = value.list.eval(
+                pl.concat_str(
+                    pl.lit("Document "), (pl.int_range(pl.len()) + 1).cast(pl.String),
+                    pl.lit(":\n"), doc,
+                )
+            ).list.join("\n\n")  # fmt: skip
+            kept = doc.is_not_null() & doc.str.contains(_PLAIN_TEXT) & (doc.str.strip_chars() != "")
+            # A null list is left to the record too: a prepare may read it as no documents.
+            plain.append(value.list.eval(kept).list.all().fill_null(False))
+        else:
+            return None
+        block = pl.concat_str(pl.lit(f"{literal}{begin}\n"), text, pl.lit("\n" + end))
+        parts.append(pl.when(value.is_null()).then(pl.lit(f"{literal}{{{name}}}")).otherwise(block))
+    parts.append(pl.lit(pieces[-1][0]))
+    prompt = pl.concat_str(parts)
+    if plain:
+        prompt = pl.when(pl.all_horizontal(plain)).then(prompt)
+    return frame.select(prompt.alias("prompt")).to_series().to_list()
 
 
 # f-string reading: a doubled brace is one literal brace, scanned left to right with the

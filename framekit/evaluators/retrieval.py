@@ -33,6 +33,9 @@ class _ContextEvaluator(RubricEvaluator):
         "relevance is judged against the request, so the request must be in the prompt"
     )
 
+    # The documents are read as the prompt reads them (as_documents): the same text.
+    prepare_keeps_prompt = True
+
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
         record = {f: fields.get(f) for f in self.fields}
         if record["input"] is None:

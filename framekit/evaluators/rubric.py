@@ -7,8 +7,10 @@ an evaluator is mostly data (a template file) and a little code.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import polars as pl
 
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
@@ -58,7 +60,7 @@ def as_documents(value: Any) -> list[str]:
         return []
     if isinstance(value, str):
         return [value] if value.strip() else []
-    if type(value) is list and all(type(v) is str for v in value):
+    if type(value) is list and not [v for v in value if type(v) is not str]:
         return [v for v in value if v.strip()]  # the usual column: no text to render
     if isinstance(value, Mapping):
         return [_prompt.as_text(value)]
@@ -67,6 +69,27 @@ def as_documents(value: Any) -> list[str]:
     except TypeError:
         return [_prompt.as_text(value)]
     return [_prompt.as_text(v) for v in items if v is not None and _prompt.as_text(v).strip()]
+
+
+def _as_text(value: Any) -> str:
+    return value if type(value) is str else _prompt.as_text(value)
+
+
+def _documents(value: Any) -> str:
+    return _prompt.documents_text(as_documents(value))
+
+
+def _reference(value: Any) -> str:
+    return value if isinstance(value, str) else _documents(value)
+
+
+#: How :meth:`RubricEvaluator.field_texts` shows each field inside its block (the others
+#: as text).
+_TEXT_OF: dict[str, Callable[[Any], str]] = {
+    "context": _documents,
+    "reference": _reference,
+    "history": _prompt.history_text,
+}
 
 
 class RubricEvaluator(Evaluator):
@@ -193,6 +216,67 @@ class RubricEvaluator(Evaluator):
             choices=tuple(self.choices),
         )
 
+    def prompt_renderer(self) -> Callable[[Mapping[str, Any]], str] | None:
+        """A function giving, for one prepared record, the text of the user message of
+        :meth:`build_request` (character for character), so that a frame's prompts can be
+        rendered in one loop over its records without a request object each; ``None``
+        when this evaluator builds its requests otherwise (a subclass that overrides how).
+
+        Every other message of the request is the same for every record. The engine
+        checks both on the first record before it relies on them.
+        """
+        kind = type(self)
+        if (
+            kind.build_request is not RubricEvaluator.build_request
+            or kind.field_texts is not RubricEvaluator.field_texts
+            or kind.template_blocks
+            not in (RubricEvaluator.template_blocks, ClassificationEvaluator.template_blocks)
+        ):
+            return None
+        # The placeholder -> field map: a custom rubric's own, else each names its field.
+        fields = getattr(self, "placeholder_fields", None) or {}
+        names = _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces)
+        sources = {}
+        for name in names:
+            field = fields.get(name, name)
+            sources[name] = (field, _TEXT_OF.get(field, _as_text))
+        return _prompt.renderer(self.prompt_template, sources, escaped_braces=self.escaped_braces)
+
+    #: Whether the class's own ``prepare`` shows the template the values it was given
+    #: (at most dropping what the rendering drops anyway): a class that overrides
+    #: ``prepare`` says so itself, or its prompts are rendered record by record.
+    prepare_keeps_prompt: ClassVar[bool] = False
+
+    def prompt_column(self, frame: pl.DataFrame) -> list[str | None] | None:
+        """:meth:`prompt_renderer`'s text for each row of ``frame`` (a distinct record's
+        values per field, as the mapping gave them), rendered by polars for all rows at
+        once; ``None`` for a row that must be rendered from its prepared record (text the
+        neutraliser or the document reader would change), and ``None`` for the frame
+        when this evaluator's prompts cannot be rendered so (its own ``prepare`` or
+        request, a field of another type).
+        """
+        kind = type(self)
+        preparer = next(c for c in kind.__mro__ if "prepare" in c.__dict__)
+        if preparer is not Evaluator and not preparer.__dict__.get("prepare_keeps_prompt"):
+            return None
+        if self.prompt_renderer() is None:
+            return None
+        fields = getattr(self, "placeholder_fields", None) or {}
+        sources = {}
+        for name in _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces):
+            field = fields.get(name, name)
+            if field == "history" or (field == "context" and field in frame.columns
+                                      and frame.schema[field] == pl.String):  # fmt: skip
+                return None  # read as messages, or as one document: record by record
+            documents = field == "context" or (
+                field == "reference" and field in frame.columns
+                and frame.schema[field] != pl.String
+            )  # fmt: skip
+            sources[name] = (field, "documents" if documents else "text")
+        return _prompt.render_columns(
+            self.prompt_template, frame, sources, escaped_braces=self.escaped_braces
+        )
+
     def cache_namespace(self) -> str:
         return f"{self.template_name or self.name}:{self.version}"
 
@@ -205,6 +289,15 @@ class RubricEvaluator(Evaluator):
     ) -> Verdict:
         label = str(answer["label"])
         return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
+
+    def plain_verdicts(self) -> Mapping[str, float] | None:
+        """Label -> score when a verdict is this class's plain reading of an answer (the
+        label's score and the answer's explanation, nothing else) for an answer without
+        label probabilities, so that the engine may read many cached answers in one
+        loop; ``None`` when a subclass reads answers otherwise."""
+        if type(self).verdict is not RubricEvaluator.verdict:
+            return None
+        return self.choices
 
     def scale_text(self) -> str:
         return ", ".join(f"{label} {score:g}" for label, score in self.choices.items())
