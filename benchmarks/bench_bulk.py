@@ -13,7 +13,12 @@ Three figures, each a ratio measured in this one run:
     wait on the simulator for);
 (c) cold fill at 0 ms latency: client CPU per row of ``evaluate_dataframe`` (HTTP
     transport, concurrency 64, writing the cache) vs a bare aiohttp loop posting the
-    same number of chat requests at the same concurrency.
+    same number of chat requests at the same concurrency and reading each answer. The
+    bare loop asks for what framekit asks (a system and a user message, the answer
+    schema, ``logprobs`` with 10 alternatives, so the simulator sends both the same
+    3 KB reply); the ratio to a bare loop that asks for no logprobs (a reply a sixth the
+    size) is recorded beside it. Best CPU time of 3 alternating runs each, and the peak
+    RSS of this process after the section.
 
 The simulator runs in a subprocess, so its CPU is not this process's. The cache for (a)
 is filled through framekit's own planner and cache (the keys a real run computes) with
@@ -308,18 +313,33 @@ def batch(rows: int, workdir: Path, runs: int = 3) -> dict[str, Any]:
 # -- (c) the cold fill -----------------------------------------------------------------------
 
 
-async def _bare_chat(rows: int, url: str, concurrency: int) -> None:
+async def _bare_chat(rows: int, url: str, concurrency: int, logprobs: bool = True) -> None:
+    # Prompts of framekit's sizes (RetrievalRelevance: 1,124 and ~260 characters).
+    system = "You are comparing retrieved context to a user's request." * 20
+    asks = {"logprobs": True, "top_logprobs": 10} if logprobs else {}
     async with aiohttp.ClientSession() as session:
 
         async def worker(ids: Iterator[int]) -> None:
             for i in ids:
+                user = (
+                    f"Request:\n[BEGIN DATA: input]\nWhat is item {i}?\n[END DATA: input]\n\n"
+                    f"Retrieved context:\n[BEGIN DATA: context]\nDocument 1:\nItem {i} is a "
+                    "thing.\n\nDocument 2:\nUnrelated.\n[END DATA: context]\n\n"
+                    "Is the retrieved context relevant to the request?"
+                )
                 body = {
                     "model": "sim",
-                    "messages": [{"role": "user", "content": f"What is item {i}?"}],
+                    "messages": [
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": user},
+                    ],
                     "response_format": {
                         "type": "json_schema",
                         "json_schema": {"name": "verdict", "schema": _SCHEMA},
                     },
+                    "temperature": 0.0,
+                    "max_tokens": 1024,
+                    **asks,
                 }
                 async with session.post(url, json=body) as reply:
                     json.loads((await reply.json())["choices"][0]["message"]["content"])
@@ -328,47 +348,60 @@ async def _bare_chat(rows: int, url: str, concurrency: int) -> None:
         await asyncio.gather(*(worker(ids) for _ in range(concurrency)))
 
 
+def _score(df: pl.DataFrame, judge: fk.Judge, cache: str | bool) -> pl.DataFrame:
+    out = fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False
+    )
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def _cpu_wall(fn: Callable[[], object]) -> tuple[float, float]:
+    cpu, wall = time.process_time(), time.perf_counter()
+    fn()
+    return time.process_time() - cpu, time.perf_counter() - wall
+
+
 def cold(rows: int, workdir: Path) -> dict[str, Any]:
     concurrency = 64
+    rss_before = peak_mb()
     with JudgeSimulator.subprocess(SimulatorConfig(latency=0.0)) as sim:
         url = sim.api_base + "/chat/completions"
         judge = fk.Judge(MODEL, api_base=sim.api_base, api_key="sk-bench", concurrency=64)
         # Warm both clients (imports, connections) outside the timed window.
         asyncio.run(_bare_chat(200, url, concurrency))
-        fk.evaluate_dataframe(
-            frame(200, " warm"), [RetrievalRelevance()], MAPPING, judge=judge, progress=False
-        )
-        runs = []
-        for attempt in range(2):
-            cpu, wall = time.process_time(), time.perf_counter()
-            asyncio.run(_bare_chat(rows, url, concurrency))
-            bare = (time.process_time() - cpu, time.perf_counter() - wall)
+        _score(frame(200, " warm"), judge, False)
+        bare: list[tuple[float, float]] = []
+        plain: list[tuple[float, float]] = []
+        ours: list[tuple[float, float]] = []
+        for attempt in range(3):
+            bare.append(_cpu_wall(lambda: asyncio.run(_bare_chat(rows, url, concurrency))))
+            plain.append(_cpu_wall(lambda: asyncio.run(_bare_chat(rows, url, concurrency, False))))
             df = frame(rows, f" cold {attempt}")
-            cpu, wall = time.process_time(), time.perf_counter()
-            out = fk.evaluate_dataframe(
-                df,
-                [RetrievalRelevance()],
-                MAPPING,
-                judge=judge,
-                cache=str(workdir / f"cold-{attempt}"),
-                progress=False,
-            )
-            ours = (time.process_time() - cpu, time.perf_counter() - wall)
-            assert out["retrieval_relevance_error"].null_count() == rows
-            runs.append((bare, ours))
+
+            def framekit(df: pl.DataFrame = df, attempt: int = attempt) -> None:
+                out = _score(df, judge, str(workdir / f"cold-{attempt}"))
+                assert out["retrieval_relevance_error"].null_count() == rows
+
+            ours.append(_cpu_wall(framekit))
+            del df
         judge.close()
-    bare_cpu = min(b[0] for b, _ in runs)
-    fk_cpu = min(f[0] for _, f in runs)
+    bare_cpu, plain_cpu = min(c for c, _ in bare), min(c for c, _ in plain)
+    fk_cpu = min(c for c, _ in ours)
     return {
         "rows": rows,
         "concurrency": concurrency,
         "bare_cpu_ms_per_row": round(bare_cpu / rows * 1000, 3),
         "framekit_cpu_ms_per_row": round(fk_cpu / rows * 1000, 3),
         "framekit_over_bare_cpu": round(fk_cpu / bare_cpu, 2),
-        "bare_rows_per_s": round(rows / min(b[1] for b, _ in runs)),
-        "framekit_rows_per_s": round(rows / min(f[1] for _, f in runs)),
+        "bare_without_logprobs_cpu_ms_per_row": round(plain_cpu / rows * 1000, 3),
+        "framekit_over_bare_without_logprobs_cpu": round(fk_cpu / plain_cpu, 2),
+        "bare_rows_per_s": round(rows / min(w for _, w in bare)),
+        "framekit_rows_per_s": round(rows / min(w for _, w in ours)),
+        "peak_rss_mb_before": round(rss_before),
         "peak_rss_mb": round(peak_mb()),
-        "target": "framekit_over_bare_cpu <= 1.3",
+        "load_average_1m": round(os.getloadavg()[0], 2),
+        "target": "framekit_over_bare_cpu <= 1.3; peak RSS < 300 MB at 100,000 rows",
     }
 
 

@@ -1,10 +1,10 @@
 """Running coroutines from synchronous code: Ctrl-C that stops cleanly, and Jupyter.
 
 ``run_sync`` owns the event loop of a synchronous call, so it also owns what Ctrl-C
-means there: the first SIGINT cancels the run (every answer received so far is already in
-the cache, since each is written as it arrives) and raises :class:`RunInterrupted`
-with the message the run left through :func:`note_interrupted`; a second SIGINT stops at
-once, as Python normally would.
+means there: the first SIGINT cancels the run (every answer received so far is in the
+cache when it stops: the cache's writer thread is drained first) and raises
+:class:`RunInterrupted` with the message the run left through :func:`note_interrupted`;
+a second SIGINT stops at once, as Python normally would.
 """
 
 from __future__ import annotations

@@ -290,10 +290,16 @@ def test_read_only_cache_dir_serves_its_answers_and_warns_in_one_line(judge_simu
 
 def test_full_cache_disk_warns_once_and_the_run_continues(judge_simulator, tmp_path):
     # A real SQLITE_FULL: cap the database at its current size, so the first write that
-    # needs a new page fails with "database or disk is full", as on a full disk.
+    # needs a new page fails with "database or disk is full", as on a full disk. The cap
+    # is a pragma of each connection: recorded as a diskcache setting, it is applied to
+    # every connection diskcache opens, the writer thread's included.
     cache = fk.Cache(tmp_path / "cache")
     connection = cache._store._con  # the connection diskcache uses in this thread
+    connection.execute("INSERT INTO Settings VALUES ('sqlite_max_page_count', 0)")
     pages = connection.execute("PRAGMA page_count").fetchone()[0]
+    connection.execute(
+        "UPDATE Settings SET value = ? WHERE key = 'sqlite_max_page_count'", (pages,)
+    )
     connection.execute(f"PRAGMA max_page_count = {pages}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -1,15 +1,22 @@
 """Sending chat requests: a fixed pool of workers, a shared limiter, retries and re-asks.
 
 Each unique request is sent at most once per run (the planner deduplicates), and every
-parsed answer is written to the cache the moment it arrives, so a killed run loses only
-the calls in flight. Just before a request goes out the cache is asked again, so a second
-process working through the same rows does not pay for answers the first one already has.
+parsed answer is handed to the cache's writer thread the moment it arrives
+(:class:`~framekit.engine.cache.GroupWriter`: group commit, one transaction for what has
+queued, so the event loop never waits on sqlite). A killed run loses only the calls in
+flight and the answers not yet written (at most
+:data:`~framekit.engine.cache.WRITE_GROUP_MAX`, in practice the few milliseconds of
+answers of the group being written); a run that ends, fails, is cancelled or is
+interrupted writes them all before it returns. Just before requests go out the cache is
+asked again (one query for a few of them), so a second process working through the same
+rows does not pay for answers the first one already has.
 
 Two runs at once in one process (two threads of a notebook) would each find the same
 misses and pay for every one twice; with one table of calls in flight per cache
 directory (:class:`InFlight`), the second run to want an answer waits for the first
 run's call and takes its answer (a failed call is made again by the waiting run, which
-has its own retry budget).
+has its own retry budget). An answered call stays in that table until its answer is
+written, so a run arriving in between takes it from there rather than paying again.
 
 When the endpoint as a whole is down, rows do not pay for it: retries during an outage
 (see :class:`~framekit.engine.limiter.EndpointHealth`) are not counted against each
@@ -27,16 +34,17 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import itertools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
-from framekit.engine.cache import Cache, NullCache
+from framekit.engine.cache import Cache, GroupWriter, NullCache
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.sampling import sample_key, vote
 from framekit.engine.stats import RunStats
@@ -52,6 +60,9 @@ CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
+#: Keys the cache is asked for at once just before they are sent (another process may
+#: have answered them since the run's first look): one query per this many requests.
+LOOK_AHEAD = 32
 
 
 def outage_budget(max_retries: int) -> float:
@@ -154,37 +165,74 @@ def cpu_hint(requests: int, busy: float, processes: int, transport: str) -> str 
     )
 
 
+@dataclass(frozen=True)
+class _Published:
+    outcome: Any
+
+
+_ABSENT = object()
+
 _tables: dict[str, InFlight] = {}
 _tables_lock = threading.Lock()
 
 
 class InFlight:
-    """Keys being answered right now, each with the future its answer will arrive on.
+    """Keys being answered right now, and the future each answer will arrive on.
 
     Futures are ``concurrent.futures`` ones because the runs sharing a table run on
-    different event loops in different threads.
+    different event loops in different threads. A future is made only when a second run
+    asks for a key (rarely): a run alone pays for a dict entry per call, no more.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[str, concurrent.futures.Future[Any]] = {}
+        # key -> None (claimed, nobody waits), the future a waiting run awaits, or the
+        # answer published but not yet written (_Published).
+        self._calls: dict[str, concurrent.futures.Future[Any] | _Published | None] = {}
 
     def claim(self, key: str) -> concurrent.futures.Future[Any] | None:
         """``None``: the caller now owns the call and must :meth:`finish` it; otherwise
         the future of the run that owns it."""
         with self._lock:
-            owner = self._calls.get(key)
-            if owner is not None:
-                return owner
-            self._calls[key] = concurrent.futures.Future()
-            return None
+            if key not in self._calls:
+                self._calls[key] = None
+                return None
+            entry = self._calls[key]
+            if isinstance(entry, concurrent.futures.Future):
+                return entry
+            future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+            if isinstance(entry, _Published):
+                future.set_result(entry.outcome)
+            else:
+                self._calls[key] = future
+            return future
 
     def finish(self, key: str, outcome: Any) -> None:
         """Publish the owner's outcome (``None``: no answer) to every waiting run."""
         with self._lock:
-            future = self._calls.pop(key, None)
-        if future is not None and not future.done():
-            future.set_result(outcome)
+            entry = self._calls.pop(key, None)
+        if isinstance(entry, concurrent.futures.Future) and not entry.done():
+            entry.set_result(outcome)
+
+    def publish(self, key: str, outcome: Any) -> None:
+        """Publish an answer that is queued for the cache but not yet written: the key
+        stays claimed, answered, until :meth:`release`, so a run that asks meanwhile
+        takes this answer instead of paying for it again."""
+        with self._lock:
+            entry = self._calls.get(key, _ABSENT)
+            if entry is _ABSENT:
+                return
+            self._calls[key] = _Published(outcome)
+        if isinstance(entry, concurrent.futures.Future) and not entry.done():
+            entry.set_result(outcome)
+
+    def release(self, keys: Iterable[str]) -> None:
+        """Forget published answers now in the cache (called by the writer thread)."""
+        with self._lock:
+            calls = self._calls
+            for key in keys:
+                if isinstance(calls.get(key), _Published):
+                    del calls[key]
 
     def __len__(self) -> int:
         return len(self._calls)
@@ -290,14 +338,31 @@ class ChatExecutor(Executor):
         self.inflight = table_for(cache)
         self.secrets: list[str] = []
         self._transport: Transport | None = None
+        # The run's answers go to the cache through a writer thread (see the module
+        # docstring); ``None`` when nothing is saved (no cache, or a read-only one).
+        self._writes: GroupWriter | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._room = asyncio.Event()  # set by the writer when a full queue has room
+        self._room_wanted = False
+        # Answers of this turn of the event loop, handed to the writer together at its
+        # end: one wake-up of the thread per turn, not one per answer.
+        self._staged: list[tuple[str, Any]] = []
 
     async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._writes = GroupWriter(self.cache, self._written) if self.cache.writable else None
+        try:
+            await self._send_all(items, on_done)
+        finally:
+            await self._drain()
+
+    async def _send_all(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._transport = await self.judge.open()
         self.secrets = self.judge.secrets
         name = self._transport.name
         if name not in self.stats.transports:
             self.stats.transports.append(name)
-        queue = iter(items)
+        queue = self._looked_up(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
             for _ in range(self.limits.concurrency)
@@ -317,12 +382,25 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
+    def _looked_up(
+        self, items: Iterable[tuple[str, ChatRequest]]
+    ) -> Iterator[tuple[str, ChatRequest, Any]]:
+        """``(key, request, entry)``: each request with what the cache holds for its key
+        now, just before it is sent, asked for :data:`LOOK_AHEAD` keys at a time (one
+        query instead of one per key; a sampled request looks up its samples itself)."""
+        taken = iter(items)
+        size = min(LOOK_AHEAD, self.limits.concurrency)
+        while chunk := list(itertools.islice(taken, size)):
+            found = self.cache.get_many([k for k, _ in chunk]) if self.judge.samples == 1 else {}
+            for key, request in chunk:
+                yield key, request, found.get(key)
+
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
-        for key, request in queue:
+        for key, request, entry in queue:
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
                 continue
-            cached = Outcome.from_entry(self.cache.get(key))
+            cached = Outcome.from_entry(entry) if entry is not None else None
             if cached is not None:
                 # Another process (or an earlier, interrupted run) answered it meanwhile.
                 self.stats.cache_hits += 1
@@ -337,15 +415,66 @@ class ChatExecutor(Executor):
                     self.stats.cache_hits += 1
                     on_done(key, cached)
                     continue
-            outcome = None
+            outcome, queued = None, False
             try:
                 outcome = await self.send(request, key)
                 if outcome.answer is not None:
-                    self.cache.set(key, outcome.entry())
+                    queued = await self._save(key, outcome)
             finally:
                 if owner is None and self.inflight is not None:
-                    self.inflight.finish(key, outcome)
+                    if queued:  # claimed until written: see InFlight.publish
+                        self.inflight.publish(key, outcome)
+                    else:
+                        self.inflight.finish(key, outcome)
             on_done(key, outcome)
+
+    async def _save(self, key: str, outcome: Outcome) -> bool:
+        """Queue an answer for the writer thread; whether it was queued (``False``:
+        nothing is saved in this run). Waits first while the writer is a full group
+        behind, and queues the answer even when cancelled meanwhile (the drain writes it).
+        """
+        writes = self._writes
+        if writes is None:
+            return False
+        try:
+            while writes.unwritten + len(self._staged) >= writes.limit:
+                self._room_wanted = True
+                self._room.clear()
+                await self._room.wait()
+        finally:
+            if not self._staged and self._loop is not None:
+                self._loop.call_soon(self._hand_over)
+            self._staged.append((key, outcome.entry()))
+        return True
+
+    def _hand_over(self) -> None:
+        """Give the writer the answers staged during this turn of the event loop."""
+        staged, self._staged = self._staged, []
+        if staged and self._writes is not None:
+            self._writes.put_many(staged)
+
+    def _written(self, keys: list[str]) -> None:
+        """The writer thread wrote a group: forget its calls, wake who waits for room."""
+        if self.inflight is not None:
+            self.inflight.release(keys)
+        loop = self._loop
+        if self._room_wanted and loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
+                loop.call_soon_threadsafe(self._room.set)
+
+    async def _drain(self) -> None:
+        """Write every queued answer before the run returns, however it ends (an error,
+        a cancel, Ctrl-C): in a thread, and, cancelled again meanwhile, right here."""
+        self._hand_over()
+        writes, self._writes = self._writes, None
+        if writes is None:
+            return
+        closing = asyncio.ensure_future(asyncio.to_thread(writes.close))
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            writes.close()
+            raise
 
     async def _sampled(self, key: str, request: ChatRequest) -> Outcome:
         """A request asked ``judge.samples`` times, each sample cached on its own key; the
@@ -360,7 +489,7 @@ class ChatExecutor(Executor):
                 continue
             outcome = await self.send(request, sub)
             if outcome.answer is not None:
-                self.cache.set(sub, outcome.entry())
+                await self._save(sub, outcome)
             outcomes.append(outcome)
         return vote(request, outcomes)
 

@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
+import orjson
 
 from framekit import _secrets
 from framekit._aio import bounded
@@ -183,7 +184,7 @@ class HttpTransport:
             max_tokens=self.decoding.max_tokens,
             **build_call_kwargs(request, messages, mode),
         )
-        return json.dumps(body).encode()
+        return dump_body(body)
 
     async def call(
         self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
@@ -213,7 +214,7 @@ class HttpTransport:
         if status != 200:
             return status_fault(status, headers, payload, self.secrets)
         try:
-            reply = read_completion(json.loads(payload), headers)
+            reply = read_completion(load_body(payload), headers)
         except ValueError:
             reply = None
         if reply is None:
@@ -231,6 +232,27 @@ class HttpTransport:
         async with session.post(self.url, data=data) as response:
             payload = await response.read()
             return response.status, keep_headers(response.headers), payload
+
+
+def dump_body(body: Any) -> bytes:
+    """A request body as JSON: orjson's bytes (a few times faster than the standard
+    library's, for the same JSON value), else, for what orjson refuses (a lone surrogate,
+    an integer past 64 bits), what ``json.dumps(body).encode()`` gives, as before."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:  # orjson.JSONEncodeError included
+        return json.dumps(body).encode()
+
+
+def load_body(payload: bytes) -> Any:
+    """A reply body read as JSON: by orjson (a reply with logprobs is a few KB of JSON,
+    read once per answer), else by the standard library, which also takes what orjson
+    refuses (``NaN``, an integer past 64 bits, an escaped lone surrogate), so the value
+    is the one ``json.loads`` gives. Raises ``ValueError`` for a body that is not JSON."""
+    try:
+        return orjson.loads(payload)
+    except ValueError:  # orjson.JSONDecodeError included
+        return json.loads(payload)
 
 
 def read_completion(data: Any, headers: dict[str, str] | None = None) -> RawReply | None:

@@ -42,6 +42,7 @@ alternatives, the answer is ``None``.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 import re
@@ -87,6 +88,8 @@ class LabelProbabilities:
 
 def _get(obj: Any, key: str) -> Any:
     """``obj[key]`` for a mapping, ``obj.key`` for a response object, else ``None``."""
+    if type(obj) is dict:  # a parsed JSON reply: every token, once per answer
+        return obj.get(key)
     if isinstance(obj, Mapping):
         return obj.get(key)
     return getattr(obj, key, None)
@@ -139,11 +142,19 @@ class _Located:
     fold: bool
 
 
+@functools.lru_cache(maxsize=1024)
 def _spelled(label: str, depth: int) -> str:
     # A JSON string's content once per level of nesting (depth 1: an escaped string).
     for _ in range(depth + 1):
         label = json.dumps(label, ensure_ascii=False)[1:-1]
     return label
+
+
+@functools.lru_cache(maxsize=256)
+def _field_pattern(field: str) -> re.Pattern[bytes]:
+    """``"<field>": "`` at any depth of escaping (group 1: the backslashes)."""
+    key = re.escape(json.dumps(field, ensure_ascii=False)[1:-1].encode("utf-8"))
+    return re.compile(rb'(\\*)"' + key + rb'\1"\s*:\s*\1"')
 
 
 def _locate(
@@ -152,8 +163,7 @@ def _locate(
     """The label's position: among the ``"field": "label"`` pairs in ``text``, the least
     escaped (a quote of one inside the explanation is escaped once more than the real
     one), and of those the last (the parser's rule: the verdict comes last)."""
-    key = re.escape(json.dumps(field, ensure_ascii=False)[1:-1].encode("utf-8"))
-    pattern = re.compile(rb'(\\*)"' + key + rb'\1"\s*:\s*\1"')
+    pattern = _field_pattern(field)
     wanted = [label for label in labels if answered is None or label == answered]
     for fold in (False, True):
         haystack = text.lower() if fold else text

@@ -6,7 +6,8 @@ pool of Ray actors instead of this process. The driver files each slice's result
 part the moment they arrive; the parts are the run's record of what is finished, written
 beside the output. A killed run, started again, skips the finished slices; the
 unfinished ones cost nothing for answers already in the cache (every answer is written to
-it as it arrives), so only the calls in flight at the kill are paid twice. Workers read
+it as it arrives, by a writer thread in groups), so only the calls in flight at the kill
+and the answers not yet written (milliseconds' worth) are paid twice. Workers read
 the sources by path, so on several machines the sources, the destination's directory and
 (to share answers) the cache must be on a shared filesystem.
 """
