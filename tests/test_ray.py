@@ -243,7 +243,7 @@ def _quiet(sim, seconds: float = 1.5) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.1)
 
 
-def test_killed_driver_rerun_pays_only_for_calls_in_flight(
+def test_killed_driver_rerun_pays_only_for_calls_in_flight_and_unwritten_answers(
     ray_cluster, simulator_factory, tmp_path
 ):
     sim = simulator_factory(latency=0.05)
@@ -284,6 +284,10 @@ def test_killed_driver_rerun_pays_only_for_calls_in_flight(
     sent = _sent_per_prompt(sim)
     assert len(sent) == rows  # every distinct request was answered once...
     paid_twice = sum(n - 1 for n in sent.values())
-    # ...and only those in flight when the driver died went out again.
-    assert paid_twice <= workers * concurrency, paid_twice
-    assert sim.stats()["chat"] - first < rows - first + workers * concurrency + 1
+    # ...and only those in flight when the driver died went out again, with the answers
+    # each worker's cache writer had not yet committed: at 50 ms latency and 4 calls per
+    # worker (80 answers/s each), a write group holds the one or two answers that arrive
+    # during a transaction, so 4 per worker is a generous bound.
+    lost = workers * (concurrency + 4)
+    assert paid_twice <= lost, paid_twice
+    assert sim.stats()["chat"] - first < rows - first + lost + 1
