@@ -76,7 +76,7 @@ def test_grouping_by_polars_gives_the_records_weights_and_rows_of_the_python_pat
 
 
 def test_batch_lines_are_the_bytes_the_standard_library_wrote() -> None:
-    from framekit.judges.batch.base import dump_line, load_line
+    from framekit.judges.http import dump_json, load_json
 
     line = {
         "custom_id": "0" * 64,
@@ -91,6 +91,6 @@ def test_batch_lines_are_the_bytes_the_standard_library_wrote() -> None:
         "huge": 2**70,  # past orjson's integers: written by the standard library
     }
     expected = json.dumps(line, ensure_ascii=False, separators=(",", ":")).encode()
-    assert dump_line(line) == expected
-    assert load_line(expected) == line
-    assert load_line(b'{"x": NaN}')["x"] != load_line(b'{"x": NaN}')["x"]  # NaN read back
+    assert dump_json(line) == expected
+    assert load_json(expected) == line
+    assert load_json(b'{"x": NaN}')["x"] != load_json(b'{"x": NaN}')["x"]  # NaN read back

@@ -10,8 +10,9 @@ from typing import Any
 import aiohttp
 
 from framekit._errors import one_line
-from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult, dump_line, load_line
+from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
 from framekit.judges.faults import Fault
+from framekit.judges.http import dump_json, load_json
 from framekit.judges.transport import RawReply
 
 VERSION = "2023-06-01"
@@ -37,13 +38,13 @@ class AnthropicBatchClient(BatchClient):
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         params = {**self.params, "model": self.model, **to_anthropic(messages, call)}
         line = {"custom_id": custom_id, "params": params}
-        return dump_line(line) + b",\n"
+        return dump_json(line) + b",\n"
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
         text = line.strip().rstrip(b",")
         if not text.startswith(b'{"custom_id"'):
             return None
-        data = load_line(text)
+        data = load_json(text)
         params = data["params"]
         system = params.get("system")
         head = [{"role": "system", "content": system}] if system else []
@@ -126,7 +127,7 @@ def _status(data: dict[str, Any]) -> BatchStatus:
 def read_line(line: bytes) -> LineResult:
     """One results line: ``succeeded`` (a message), ``errored``, ``canceled`` or ``expired``."""
     try:
-        data = load_line(line)
+        data = load_json(line)
         custom_id = str(data["custom_id"])
         result = data["result"]
         kind = result["type"]

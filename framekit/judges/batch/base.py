@@ -23,35 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 
 from framekit._errors import FaultRaised
 from framekit._urls import join_path
 from framekit.judges.faults import Fault
-from framekit.judges.http import exception_fault, status_fault
+from framekit.judges.http import dump_json, exception_fault, status_fault
 from framekit.judges.transport import RawReply, keep_headers
-
-
-def dump_line(value: Any) -> bytes:
-    """``value`` as one compact JSON line without its newline: the bytes
-    ``json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()`` gives, made
-    by orjson (twenty times faster on a judge request; a million-line batch spent more time
-    here than in anything else it writes). What orjson refuses (an integer past 64 bits, a
-    non-string dict key) is written by the standard library, as before."""
-    try:
-        return orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def load_line(line: bytes | str) -> Any:
-    """One JSON line read (orjson; the standard library for what it refuses, such as
-    ``NaN`` or an integer past 64 bits). Raises ``ValueError`` for a line that is not JSON."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        return json.loads(line)
-
 
 #: ``(custom_id, messages) -> spool line``: see :meth:`BatchClient.line_encoder`.
 LineEncoder = Callable[[str, list[dict[str, Any]]], bytes]
@@ -72,14 +49,14 @@ def template_encoder(
     ``None`` when the stand-ins do not each appear exactly once, in that order (then
     every line is encoded whole)."""
     text = encode(_ID_MARK, _MESSAGES_MARK, call)
-    marks = dump_line(_ID_MARK), dump_line(_MESSAGES_MARK)
+    marks = dump_json(_ID_MARK), dump_json(_MESSAGES_MARK)
     if text.count(marks[0]) != 1 or text.count(marks[1]) != 1:
         return None
     head, _, rest = text.partition(marks[0])
     middle, found, tail = rest.partition(marks[1])
     if not found:
         return None
-    dumps, join = dump_line, b"".join
+    dumps, join = dump_json, b"".join
 
     def encoded(custom_id: str, messages: list[dict[str, Any]]) -> bytes:
         return join((head, dumps(custom_id), middle, dumps(messages), tail))

@@ -15,12 +15,10 @@ from framekit.judges.batch.base import (
     BatchStatus,
     LineEncoder,
     LineResult,
-    dump_line,
-    load_line,
     template_encoder,
 )
 from framekit.judges.faults import Fault
-from framekit.judges.http import read_completion
+from framekit.judges.http import dump_json, load_json, read_completion
 from framekit.judges.transport import LOGPROBS_REQUEST
 
 CHAT_URL = "/v1/chat/completions"
@@ -45,7 +43,7 @@ class OpenAIBatchClient(BatchClient):
     def encode(self, custom_id: str, messages: list[dict[str, Any]], call: dict[str, Any]) -> bytes:
         body = {**self.params, "model": self.model, **call, "messages": messages}
         line = {"custom_id": custom_id, "method": "POST", "url": CHAT_URL, "body": body}
-        return dump_line(line) + b"\n"
+        return dump_json(line) + b"\n"
 
     def line_encoder(self, call: dict[str, Any]) -> LineEncoder:
         # The line is fixed text around the id and the messages (the body's other keys
@@ -53,7 +51,7 @@ class OpenAIBatchClient(BatchClient):
         return template_encoder(self.encode, call) or super().line_encoder(call)
 
     def decode(self, line: bytes) -> tuple[str, list[dict[str, Any]]] | None:
-        data = load_line(line)
+        data = load_json(line)
         return str(data["custom_id"]), list(data["body"]["messages"])
 
     async def submit(self, spool: Path, count: int, metadata: dict[str, str]) -> tuple[str, str]:
@@ -118,7 +116,7 @@ def _status(data: dict[str, Any]) -> BatchStatus:
 def read_line(line: bytes) -> LineResult:
     """One line of an output or error file: an answer, or that request's fault."""
     try:
-        data = load_line(line)
+        data = load_json(line)
         custom_id = str(data["custom_id"])
     except (ValueError, KeyError, TypeError):
         return LineResult("", Fault("transient", "unreadable line in the batch output"))
