@@ -171,6 +171,24 @@ def test_a_verdict_without_confidence_goes_on(sim, tmp_path):
     assert out[f"{NAME}_judge"].to_list() == ["openai/strong"] * 20
 
 
+def test_two_stages_of_one_model_are_told_apart_in_the_judge_column(sim, tmp_path):
+    # The same model asked again (here at another temperature, as with more samples):
+    # each row's _judge and each stage of the run record say which stage decided.
+    df = truth_frame(60)
+    again = model_judge(sim, "weak", temperature=0.7)
+    cascade = fk.Cascade([model_judge(sim, "weak"), again], [0.8])
+    out = score(df, cascade, tmp_path, details=True)
+    decided_by = out[f"{NAME}_judge"]
+    assert set(decided_by.unique()) == {"openai/weak (stage 1)", "openai/weak (stage 2)"}
+    assert out.filter(decided_by == "openai/weak (stage 1)")[f"{NAME}_confidence"].min() >= 0.8
+    escalated = int((decided_by == "openai/weak (stage 2)").sum())
+    assert sim.stats()["by_model"] == {"weak": 60 + escalated}  # a stage 2 call per escalated row
+    stats = fk.last_run()
+    assert stats is not None
+    assert [s["judge"] for s in stats.stages] == ["openai/weak (stage 1)", "openai/weak (stage 2)"]
+    assert stats.stages[1]["rows_decided"] == escalated
+
+
 def test_one_record_scored_through_a_cascade(sim, tmp_path):
     cascade = fk.Cascade([model_judge(sim, "weak"), model_judge(sim, "strong")], [math.inf])
     got = RetrievalRelevance(judge=cascade).score(

@@ -97,7 +97,7 @@ class _Route:
 
     def start(self, report: ProgressFn) -> None:
         """Count what was settled while prepared; the rest is open for stage 1."""
-        first = self.cascade.judges[0].model
+        first = self.cascade.stage_names[0]
         for record in self.share.records:
             if record.fields is not None:
                 self.open.append(record)
@@ -122,6 +122,7 @@ class _Route:
             return
         self.methods.append(stage_stats.confidence.get(self.share.evaluator.name, {}).get("method"))
         judges, below = self.cascade.judges, self.cascade.escalate_below
+        name = self.cascade.stage_names[k]
         last = k == len(judges) - 1
         still_open = []
         decided = 0
@@ -131,7 +132,7 @@ class _Route:
             if copy.cost_usd is not None and not copy.cached:  # paid in this run
                 cost = (cost or 0.0) + copy.cost_usd
             if last or not escalates(copy.confidence, below[k], copy.error is None):
-                _decide(record, copy, judges[k].model)
+                _decide(record, copy, name)
                 record.report(report)
                 decided += record.weight
             else:
@@ -140,7 +141,7 @@ class _Route:
             {
                 "evaluator": self.share.evaluator.name,
                 "stage": k + 1,
-                "judge": judges[k].model,
+                "judge": name,
                 "escalate_below": None if last else below[k],
                 "rows": sum(c.weight for c in self.copies),
                 "rows_decided": decided,

@@ -137,6 +137,22 @@ class Cascade:
         return "cascade(" + " -> ".join(j.model for j in self.judges) + ")"
 
     @property
+    def stage_names(self) -> tuple[str, ...]:
+        """What each stage is called in the ``_judge`` column and the run record: its
+        model, and ``" (stage k)"`` after a model that more than one stage uses (the same
+        model asked again with more samples, say), so that every stage is told apart.
+
+        Examples
+        --------
+        >>> Cascade(["openai/m", "openai/m", "openai/big"], [0.8, 0.9]).stage_names
+        ('openai/m (stage 1)', 'openai/m (stage 2)', 'openai/big')
+        """
+        models = [j.model for j in self.judges]
+        return tuple(
+            f"{m} (stage {k + 1})" if models.count(m) > 1 else m for k, m in enumerate(models)
+        )
+
+    @property
     def secrets(self) -> list[str]:
         """Every stage's credentials, for redaction."""
         return [s for j in self.judges for s in j.secrets]
