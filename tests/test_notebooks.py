@@ -17,19 +17,21 @@ pytest.importorskip("onnxruntime", reason="the offline judge needs framekit[loca
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 
 
+def _execute(notebook: nbformat.NotebookNode, folder: Path) -> None:
+    """Run ``notebook`` in a fresh python3 kernel, in ``folder``; its outputs are kept."""
+    client = nbclient.NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+    )
+    client.execute()
+
+
 def _run(name: str, tmp_path: Path) -> nbformat.NotebookNode:
     notebook = nbformat.read(NOTEBOOKS / name, as_version=4)
     env_before = dict(os.environ)
     os.environ["FRAMEKIT_CACHE_DIR"] = str(tmp_path / "cache")
     os.environ.pop("FRAMEKIT_JUDGE", None)
     try:
-        client = nbclient.NotebookClient(
-            notebook,
-            timeout=300,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},
-        )
-        client.execute()
+        _execute(notebook, tmp_path)
     finally:
         os.environ.clear()
         os.environ.update(env_before)
@@ -140,13 +142,7 @@ def test_a_first_run_in_a_fresh_kernel_warns_of_nothing(tmp_path: Path) -> None:
             "{'input': 'question', 'context': 'docs'}, judge='local', cache=False)"
         )
     ]
-    client = nbclient.NotebookClient(
-        notebook,
-        timeout=300,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
+    _execute(notebook, tmp_path)
     stderr = "".join(
         o.get("text", "") for o in notebook.cells[0].outputs if o.get("name") == "stderr"
     )
