@@ -18,6 +18,9 @@ a frame the same way:
    <framekit.evaluators.base.Evaluator.prepare>`): a record it cannot evaluate, or a row
    whose mapping raised, is settled with its error; a record whose verdict needs no judge
    (an empty retrieval) is settled with that verdict. Only the others are asked about.
+   Records that the evaluator vouches for from the columns (preparing them surely passes
+   and changes no prompt) wait until the cache has been asked: a cached re-run prepares
+   only what it sends (:attr:`Record.raw`).
 
 Problems with the mapping itself (a missing column, an unmapped required field) are
 raised here, before any judge call.
@@ -203,8 +206,10 @@ class Prepared:
         the embeddings it needed, and the labels' probabilities), or with why the answer
         could not be read."""
         assert record.fields is not None, "a settled record is not judged again"
-        if record.raw and getattr(self.evaluator, "plain_verdicts", _none)() is None:
-            ready(self.evaluator, record)  # a plain rubric's verdict reads only the answer
+        if record.raw:
+            plain = getattr(self.evaluator, "plain_verdicts", None)
+            if plain is None or plain() is None:  # a plain verdict reads only the answer
+                ready(self.evaluator, record)
         try:
             verdict = self.evaluator.verdict(record.fields, answer, vectors or None)
             weighed = weigh(self.evaluator, verdict, probabilities)
@@ -318,10 +323,6 @@ def _as_given(
         return None
     given: list[bool] | None = vouch(distinct)
     return given
-
-
-def _none() -> None:
-    return None
 
 
 def ready(ev: Evaluator, record: Record) -> None:
