@@ -511,7 +511,8 @@ async def _run_judges(
         await likelihood_stage(likelihood, cache, stats, show)
     for share in prepared:
         for record in share.records:
-            record.report(report)  # what no stage has counted yet (e.g. a request not built)
+            if not record.reported:  # what no stage has counted yet (a request not built)
+                record.report(report)
         stats.confidence[share.evaluator.name] = share.confidence_summary()
         failed = share.failures()
         stats.failures += failed
