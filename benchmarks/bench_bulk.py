@@ -3,7 +3,9 @@
 Three figures, each a ratio measured in this one run:
 
 (a) cached re-run: ``evaluate_dataframe`` over N distinct rows whose answers are all in
-    the cache, vs a bare ``diskcache`` ``get()`` loop over the same N keys (rows/s);
+    the cache, vs a bare ``diskcache`` ``get()`` loop over the same N keys (rows/s); once
+    with plain answers, once with answers that carry label probabilities (a logprob
+    judge's, read back as confidences);
 (b) batch preparation: N distinct requests planned, written as OpenAI batch JSONL
     (50,000 lines a file), uploaded and created at the simulator (``wait=False``), vs a
     bare loop that renders each prompt with an f-string, hashes it, writes the line and
@@ -126,14 +128,12 @@ def _planned_keys(df: pl.DataFrame, judge: fk.Judge) -> list[str]:
     return list(ChatPlan(prepared))
 
 
-def cached(rows: int, workdir: Path) -> dict[str, Any]:
-    df = frame(rows, " cached")
-    # An endpoint nothing listens on: one request sent would fail the run's rows.
-    judge = fk.Judge(MODEL, api_base="http://127.0.0.1:9/v1", api_key="sk-bench", max_retries=0)
-    cache_dir = workdir / "cached"
-    keys = _planned_keys(df, judge)
+def _cached_run(df: pl.DataFrame, judge: fk.Judge, keys: list[str], cache_dir: Path,
+                answer: dict[str, Any]) -> dict[str, Any]:  # fmt: skip
+    """Fill ``cache_dir`` with ``answer`` under every key, then the best of 3 of the bare
+    ``get()`` loop and of framekit's re-run, alternating."""
     filled = Cache(cache_dir)
-    filled.set_many((key, ANSWER) for key in keys)
+    filled.set_many((key, answer) for key in keys)
     filled.close()
 
     def bare() -> None:
@@ -149,11 +149,25 @@ def cached(rows: int, workdir: Path) -> dict[str, Any]:
         )
         assert out["retrieval_relevance_score"].null_count() == 0, "a row was not cached"
 
-    load_before = os.getloadavg()[0]
     bare_t, fk_t = _best(3, bare), _best(3, framekit)
+    return _compare(len(keys), bare_t, fk_t)
+
+
+def cached(rows: int, workdir: Path) -> dict[str, Any]:
+    df = frame(rows, " cached")
+    # An endpoint nothing listens on: one request sent would fail the run's rows.
+    judge = fk.Judge(MODEL, api_base="http://127.0.0.1:9/v1", api_key="sk-bench", max_retries=0)
+    keys = _planned_keys(df, judge)
+    load_before = os.getloadavg()[0]
+    plain = _cached_run(df, judge, keys, workdir / "cached", ANSWER)
+    # What a judge giving logprobs (framekit's default) caches: the labels' probabilities
+    # beside the answer, read back as each row's confidence.
+    with_probabilities = dict(ANSWER, probabilities={"relevant": 0.9, "irrelevant": 0.1})
+    probable = _cached_run(df, judge, keys, workdir / "cached-p", with_probabilities)
     return {
         "rows": rows,
-        **_compare(rows, bare_t, fk_t),
+        **plain,
+        "with_label_probabilities": probable,
         # The peak includes filling the cache, which plans every row as a run does.
         "peak_rss_mb": round(peak_mb()),
         "load_average_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],

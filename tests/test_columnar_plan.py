@@ -24,6 +24,7 @@ from framekit.evaluators import (
     RetrievalRelevance,
     RubricEvaluator,
 )
+from framekit.evaluators.retrieval import _ContextEvaluator
 from tests.helpers import sim_judge
 
 MAPPING = {"input": "question", "context": "docs", "output": "answer", "reference": "docs"}
@@ -98,6 +99,8 @@ def old_path(monkeypatch: pytest.MonkeyPatch):
     def apply() -> None:
         monkeypatch.setattr(RubricEvaluator, "prompt_renderer", lambda self: None)
         monkeypatch.setattr(RubricEvaluator, "plain_verdicts", lambda self: None)
+        for kind in (RubricEvaluator, _ContextEvaluator):  # every record prepared first
+            monkeypatch.setattr(kind, "prepared_as_given", lambda self, frame: None)
 
     return apply
 
@@ -245,3 +248,94 @@ def test_prompts_rendered_by_polars_are_the_renderers_or_left_to_it():
     as_text = frame.select("input", pl.col("context").list.join(" ").alias("context"))
     assert RetrievalRelevance().prompt_column(as_text) is None
     assert Coherence().prompt_column(frame.select("input", "output")) is None
+
+
+def test_records_vouched_for_pass_prepare_unchanged_and_the_others_are_prepared_first():
+    texts = [*LOOK_ALIKES, "plain", "", "  ", "\u3000", "?!", "\x1c", None, "日本語"]
+    docs = [[t, "other"] for t in texts if t is not None]
+    docs += [[], None, ["x", None], ["", "  "], ["\u3000"], ["?"], [None]]
+    frame = pl.DataFrame(
+        [{"input": q, "output": q, "context": d, "reference": d} for q in texts for d in docs]
+    )
+    for ev in evaluators()[:4]:
+        names = [f for f in ev.fields if f in frame.columns]
+        rows = frame.select(names)
+        given = ev.prepared_as_given(rows)
+        assert given is not None and len(given) == rows.height, ev.name
+        render = ev.prompt_renderer()
+        assert render is not None
+        for row, vouched in zip(rows.iter_rows(named=True), given):
+            if not vouched:
+                continue
+            ready = ev.prepare(row)  # raises if the vouch was wrong
+            assert ev.known_verdict(ready) is None, (ev.name, row)
+            assert render(ready) == render(row), (ev.name, row)
+        assert 0 < sum(given) < len(given), ev.name  # both kinds of rows are in the frame
+    # Nulls, blanks and empty retrievals are never vouched for.
+    rr = RetrievalRelevance()
+    edge = pl.DataFrame(
+        {"input": [None, "", "  ", "ok?", "ok?", "ok?"],
+         "context": [["d1"], ["d1"], ["d1"], [], ["", " "], None]},
+        schema={"input": pl.String, "context": pl.List(pl.String)},
+    )  # fmt: skip
+    assert rr.prepared_as_given(edge) == [False] * 6
+    # A class with its own prepare vouches for nothing.
+    assert Coherence().prepared_as_given(frame.select("input", "output")) is None
+
+
+def test_a_cached_rerun_prepares_only_the_records_it_sends(judge_simulator, tmp_path, monkeypatch):
+    judge = sim_judge(judge_simulator)
+    calls: list[str] = []
+    original = _ContextEvaluator.prepare
+
+    def counted(self, fields):
+        calls.append(fields["input"])
+        return original(self, fields)
+
+    monkeypatch.setattr(_ContextEvaluator, "prepare", counted)
+    mapping = {"input": "question", "context": "docs"}
+    first = pl.DataFrame(
+        {"question": [f"Question {i}?" for i in range(20)],
+         "docs": [[f"Doc {i}."] for i in range(20)]}
+    )  # fmt: skip
+    ev = [RetrievalRelevance()]
+    cold = fk.evaluate_dataframe(first, ev, mapping, judge=judge, cache=tmp_path, progress=False)
+    assert len(calls) == 20 and judge_simulator.stats()["chat"] == 20
+    calls.clear()
+    judge_simulator.reset()
+    again = fk.evaluate_dataframe(first, ev, mapping, judge=judge, cache=tmp_path, progress=False)
+    assert calls == [] and judge_simulator.stats()["chat"] == 0
+    assert again.equals(cold)
+    more = pl.concat(
+        [first, pl.DataFrame({"question": ["New one?", "  "], "docs": [["d"], ["d"]]})]
+    )
+    out = fk.evaluate_dataframe(more, ev, mapping, judge=judge, cache=tmp_path, progress=False)
+    assert sorted(calls) == ["  ", "New one?"]  # the miss, and the blank row checked first
+    assert judge_simulator.stats()["chat"] == 1
+    assert out["retrieval_relevance_error"].to_list()[-1] == "field 'input' is empty"
+    assert out.head(20).equals(cold)
+
+
+@pytest.mark.parametrize("scoring", ["label", "expected"])
+def test_a_cached_rerun_reads_label_probabilities_as_the_run_that_asked(
+    judge_simulator, tmp_path, scoring
+):
+    judge = sim_judge(judge_simulator)
+    df = pl.DataFrame(
+        {"question": [f"Q {i}? @sim(label=relevant, confidence={c})"
+                      for i, c in enumerate([0.9, 0.6, 0.55])] + ["Q plain?"],
+         "docs": [["d"]] * 4}
+    )  # fmt: skip
+    ev = [RetrievalRelevance(scoring=scoring)]
+    mapping = {"input": "question", "context": "docs"}
+    asked = fk.evaluate_dataframe(df, ev, mapping, judge=judge, cache=tmp_path, progress=False)
+    again = fk.evaluate_dataframe(df, ev, mapping, judge=judge, cache=tmp_path, progress=False)
+    assert judge_simulator.stats()["chat"] == 4 and fk.last_run().cache_hits == 4
+    assert again.equals(asked)
+    confidence = again["retrieval_relevance_confidence"].to_list()
+    assert confidence[:3] == pytest.approx([0.9, 0.6, 0.55], abs=1e-6)
+    score = again["retrieval_relevance_score"].to_list()
+    if scoring == "expected":  # weighed by the probability of "relevant" (score 1)
+        assert score[:3] == pytest.approx([0.9, 0.6, 0.55], abs=1e-6)
+    else:
+        assert score[:3] == [1.0, 1.0, 1.0]

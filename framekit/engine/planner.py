@@ -32,7 +32,14 @@ from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import Prepared, ProgressFn, Record, bulk
+from framekit.engine.prepare import (
+    Prepared,
+    ProgressFn,
+    Record,
+    bulk,
+    prepare_waiting,
+    ready,
+)
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
@@ -136,18 +143,21 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # messages), as one pair shared by every key of an evaluator and judge.
         self._asked: dict[str, tuple[Judge, ChatRequest]] = {}
         pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]] = {}
-        # Per share (by id), the label scores of answers read in bulk ({}: none are).
-        self._plain: dict[int, dict[str, float]] = {}
+        # Per share (by id), the label scores of answers read in bulk ({}: none are),
+        # and whether a label's probability leaves its score as it is (scoring="label").
+        self._plain: dict[int, tuple[dict[str, float], bool]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
                 continue  # the offline judge embeds: see the embedding stage
-            self._plain[id(share)] = _plain_scores(share) or {}
+            by_label = share.evaluator.scoring != "expected"
+            self._plain[id(share)] = (_plain_scores(share) or {}, by_label)
             prefix = _chat_prefix(share.evaluator, judge)
             pending = share.pending()
             if self._plan_rendered(share, judge, prefix, pending, pairs):
                 continue
             for record in pending:
+                ready(share.evaluator, record)  # keyed as it will be sent
                 assert record.fields is not None
                 try:
                     request = share.evaluator.build_request(record.fields)
@@ -259,6 +269,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
     def request(self, key: str) -> ChatRequest:
         """The request behind ``key``, rendered from the first record that asks it."""
         share, record = self._waiting[key][0]
+        ready(share.evaluator, record)
         assert record.fields is not None, "a waiting record is never settled"
         return share.evaluator.build_request(record.fields)
 
@@ -279,10 +290,11 @@ class ChatPlan(Mapping[str, list[Waiting]]):
     def receive_cached(self, hits: Mapping[str, Any]) -> int:
         """Take the cache's entries for their keys (:meth:`receive` of each entry's
         :meth:`Outcome.from_entry <framekit.engine.executor.Outcome.from_entry>`); returns
-        how many were answers. A plain answer (a label of the rubric, no label
-        probabilities) for records of plain rubrics is written into them here, in one
-        loop, as :meth:`Prepared.judge_answer` would write it; every other entry goes
-        through :meth:`receive`. A foreign value is no answer: it is asked again, and
+        how many were answers. An answer that plain rubrics read by its label alone
+        (:func:`_plain_reading`; its label's probability is the confidence, unless the
+        share scores by expectation) is written into their records here, in one loop, as
+        :meth:`Prepared.judge_answer` would write it; every other entry goes through
+        :meth:`receive`. A foreign value is no answer: it is asked again, and
         overwritten.
         """
         plain = self._plain
@@ -290,34 +302,29 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         answered = rows = 0
         for key, entry in hits.items():
             waiting = waiting_of.get(key)
-            answer = entry.get("answer") if type(entry) is dict else None
-            label = answer.get("label") if type(answer) is dict else None
-            if waiting is None or type(label) is not str or entry.get("probabilities") is not None:
-                general = True
-            else:
-                for share, _ in waiting:
-                    if label not in plain[id(share)]:
-                        general = True
+            reading = _plain_reading(entry) if waiting is not None else None
+            if reading is not None and waiting is not None:
+                label, explanation, confidence = reading
+                for share, _ in waiting:  # usually one
+                    scores, by_label = plain[id(share)]
+                    if label not in scores or (confidence is not None and not by_label):
+                        reading = None
                         break
-                else:
-                    general = False
-            if general:
+            if reading is None:
                 cached = Outcome.from_entry(entry)
                 if cached is not None:
                     answered += 1
                     self.receive(key, cached)
                 continue
-            assert waiting is not None and answer is not None and isinstance(label, str)
-            explanation = answer.get("explanation")
-            if explanation is not None and type(explanation) is not str:
-                explanation = answer_text(explanation)
+            assert waiting is not None  # a reading is taken only for a waiting key
             tokens, cost = entry.get("tokens", 0), entry.get("cost_usd")
             for share, record in waiting:
                 record.tokens, record.cost_usd = tokens, cost
                 record.cached, record.latency_s = True, 0.0
-                record.value, record.label = plain[id(share)][label], label
-                record.explanation = explanation
-                record.details = record.confidence = record.fields = record.answer = None
+                record.value = plain[id(share)][0][label]
+                record.label, record.explanation = label, explanation
+                record.confidence = confidence
+                record.details = record.fields = record.answer = None
                 record.reported = True
                 rows += record.weight
             del waiting_of[key], asked[key]
@@ -377,6 +384,32 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
         part = records[begin : begin + RENDER_SLICE]
         prompts = column(distinct.slice(begin, RENDER_SLICE))
         yield from zip(part, prompts if prompts is not None else [None] * len(part))
+
+
+def _plain_reading(entry: Any) -> tuple[str, str | None, float | None] | None:
+    """``(label, explanation, confidence)`` of a cached answer, as a plain rubric's
+    verdict and :func:`~framekit.engine.prepare.weigh` read it (the confidence is the
+    label's probability, ``None`` without one); ``None`` for anything else (no string
+    label, probabilities of another shape), which takes the general path."""
+    answer = entry.get("answer") if type(entry) is dict else None
+    if type(answer) is not dict:
+        return None
+    label = answer.get("label")
+    if type(label) is not str:
+        return None
+    confidence = None
+    probabilities = entry.get("probabilities")
+    if probabilities:
+        if type(probabilities) is not dict:
+            return None
+        if label in probabilities:
+            confidence = probabilities[label]
+            if type(confidence) is not float:
+                return None
+    explanation = answer.get("explanation")
+    if explanation is not None and type(explanation) is not str:
+        explanation = answer_text(explanation)
+    return label, explanation, confidence
 
 
 def _plain_scores(share: Prepared) -> dict[str, float] | None:
@@ -448,6 +481,8 @@ async def _run_judges(
         stats.unique_requests += len(plan)
         for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
             stats.cache_hits += plan.receive_cached(hits)
+        for share in prepared:
+            prepare_waiting(share)  # the misses, looked up before they were prepared
     for share in prepared:
         share.distinct = None  # planned: the records carry on, the columns can go
     pending = plan.by_judge()
@@ -476,7 +511,8 @@ async def _run_judges(
         await likelihood_stage(likelihood, cache, stats, show)
     for share in prepared:
         for record in share.records:
-            record.report(report)  # what no stage has counted yet (e.g. a request not built)
+            if not record.reported:  # what no stage has counted yet (a request not built)
+                record.report(report)
         stats.confidence[share.evaluator.name] = share.confidence_summary()
         failed = share.failures()
         stats.failures += failed

@@ -18,6 +18,9 @@ a frame the same way:
    <framekit.evaluators.base.Evaluator.prepare>`): a record it cannot evaluate, or a row
    whose mapping raised, is settled with its error; a record whose verdict needs no judge
    (an empty retrieval) is settled with that verdict. Only the others are asked about.
+   Records that the evaluator vouches for from the columns (preparing them surely passes
+   and changes no prompt) wait until the cache has been asked: a cached re-run prepares
+   only what it sends (:attr:`Record.raw`).
 
 Problems with the mapping itself (a missing column, an unmapped required field) are
 raised here, before any judge call.
@@ -87,6 +90,12 @@ class Record:
     #: The model of the judge whose verdict stands, where a cascade chose one.
     judge: str | None = None
     reported: bool = False  # already counted by the progress display
+    #: ``fields`` are the mapping's values, not yet prepared: the evaluator vouched that
+    #: preparing them passes and leaves the prompt as it is
+    #: (:meth:`RubricEvaluator.prepared_as_given
+    #: <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), so its answer may
+    #: be looked up first; :func:`ready` prepares it before anything else reads it.
+    raw: bool = False
 
     def settle(self, verdict: Verdict) -> None:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
@@ -197,6 +206,10 @@ class Prepared:
         the embeddings it needed, and the labels' probabilities), or with why the answer
         could not be read."""
         assert record.fields is not None, "a settled record is not judged again"
+        if record.raw:
+            plain = getattr(self.evaluator, "plain_verdicts", None)
+            if plain is None or plain() is None:  # a plain verdict reads only the answer
+                ready(self.evaluator, record)
         try:
             verdict = self.evaluator.verdict(record.fields, answer, vectors or None)
             weighed = weigh(self.evaluator, verdict, probabilities)
@@ -258,8 +271,12 @@ async def prepare(
         judge = judge_for(ev.judge, ev.judge_options)
         await fit_to_context(records, judge, most_text(fields.columns, names))
         with bulk():
-            for record in records:
-                _prepare_record(ev, record)
+            given = _as_given(ev, judge, distinct, len(records))
+            for record, deferred in zip(records, given or [False] * len(records)):
+                if deferred and record.note is None:  # (a record cut to fit is prepared)
+                    record.raw = True
+                else:
+                    _prepare_record(ev, record)
         prepared.append(Prepared(ev, judge, records, inverse, distinct))
     return prepared
 
@@ -289,6 +306,40 @@ async def prepare_one(
     await fit_to_context([record], judge)
     _prepare_record(evaluator, record, strict=True)
     return Prepared(evaluator, judge, [record], [0])
+
+
+def _as_given(
+    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame | None, count: int
+) -> list[bool] | None:
+    """Which records may wait to be prepared until their answer is not in the cache: those
+    the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
+    <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
+    judge whose answers the planner reads in bulk. Preparing was a quarter of a fully
+    cached re-run's time."""
+    vouch = getattr(ev, "prepared_as_given", None)
+    if vouch is None or distinct is None or distinct.height != count or not count:
+        return None
+    if not isinstance(judge, Judge) or type(ev).embedding_texts is not Evaluator.embedding_texts:
+        return None
+    given: list[bool] | None = vouch(distinct)
+    return given
+
+
+def ready(ev: Evaluator, record: Record) -> None:
+    """Prepare ``record`` if it still holds the mapping's values (:attr:`Record.raw`)."""
+    if record.raw:
+        record.raw = False
+        _prepare_record(ev, record)
+        assert record.fields is not None, f"{type(ev).__name__} vouched for a record it settles"
+
+
+def prepare_waiting(share: Prepared) -> None:
+    """Prepare the records of ``share`` still waiting as the mapping gave them: the cache
+    did not answer them, so they are sent (or planned) as prepared records."""
+    ev = share.evaluator
+    for record in share.records:
+        if record.raw and record.fields is not None:
+            ready(ev, record)
 
 
 def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None:

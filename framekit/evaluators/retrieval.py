@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import polars as pl
+
 from framekit._errors import RecordError
 from framekit.evaluators.base import Verdict
 from framekit.evaluators.rubric import RubricEvaluator, as_documents, require_nonempty
@@ -49,6 +51,24 @@ class _ContextEvaluator(RubricEvaluator):
             return None
         lowest = min(self.choices, key=lambda label: self.choices[label])
         return Verdict(self.choices[lowest], lowest, NO_DOCUMENTS)
+
+    def prepared_as_given(self, frame: pl.DataFrame) -> list[bool] | None:
+        # What prepare and known_verdict pass, read off the columns: a request with a
+        # letter or digit in it (so neither null nor blank) and a list of documents one
+        # of which has one (so the retrieval is not empty). Anything else (whitespace
+        # of other scripts, a context given as one string) is prepared first.
+        kind = type(self)
+        if (
+            kind.prepare is not _ContextEvaluator.prepare
+            or kind.known_verdict is not _ContextEvaluator.known_verdict
+            or frame.schema.get("input") != pl.String
+            or frame.schema.get("context") != pl.List(pl.String)
+        ):
+            return None
+        text = "[0-9A-Za-z]"
+        documents = pl.col("context").list.eval(pl.element().str.contains(text).fill_null(False))
+        given = pl.col("input").str.contains(text).fill_null(False) & documents.list.any()
+        return frame.select(given.fill_null(False).alias("given")).to_series().to_list()
 
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         return [str(record["input"]), *record["context"]]

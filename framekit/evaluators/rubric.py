@@ -290,6 +290,35 @@ class RubricEvaluator(Evaluator):
         label = str(answer["label"])
         return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
 
+    def prepared_as_given(self, frame: pl.DataFrame) -> list[bool] | None:
+        """For each row of ``frame`` (a distinct record's values as the mapping gave them),
+        whether :meth:`prepare` surely passes it, with no verdict known in advance, so
+        that the engine may look its answer up in the cache before preparing it: a cached
+        re-run then prepares only the records it must send. ``False`` only means "prepare
+        it first" (the checks are conservative); ``None``: every record is prepared first
+        (a class with its own ``prepare`` or ``known_verdict`` says otherwise itself).
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> from framekit.evaluators import ClassificationEvaluator
+        >>> tone = ClassificationEvaluator("tone", "Is {output} polite?", {"yes": 1, "no": 0})
+        >>> tone.prepared_as_given(pl.DataFrame({"output": ["Thanks!", None]}))
+        [True, False]
+        """
+        kind = type(self)
+        if (
+            kind.prepare is not Evaluator.prepare
+            or kind.known_verdict is not Evaluator.known_verdict
+        ):
+            return None
+        if any(f not in frame.columns for f in self.required_fields):
+            return None
+        given = pl.all_horizontal(
+            [pl.lit(True), *(pl.col(f).is_not_null() for f in self.required_fields)]
+        )
+        return frame.select(given.alias("given")).to_series().to_list()
+
     def plain_verdicts(self) -> Mapping[str, float] | None:
         """Label -> score when a verdict is this class's plain reading of an answer (the
         label's score and the answer's explanation, nothing else) for an answer without
