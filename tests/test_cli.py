@@ -331,3 +331,62 @@ def test_compare_names_the_better_strategy(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "coherence: dense is better than bm25" in result.stdout
+
+
+def _offline_method_test_frame(tmp_path: Path) -> Path:
+    source = tmp_path / "answers.parquet"
+    pl.DataFrame(
+        {
+            "question": ["When did the tower open?"],
+            "answer": ["The tower opened in 1889."],
+            "docs": [["The Eiffel Tower is in Paris. It opened in 1889."]],
+        }
+    ).write_parquet(source)
+    return source
+
+
+def test_likelihood_flags_choose_how_the_offline_judge_reads_groundedness(tmp_path):
+    from framekit.judges.local import likelihood as lk
+    from framekit.judges.local.embedder import local_model_available
+
+    if not local_model_available():
+        pytest.skip("the offline embedder is not installed")
+    source = _offline_method_test_frame(tmp_path)
+    common = ("-e", "groundedness", "--map", "input=question", "--map", "output=answer",
+              "--map", "context=docs", "--judge", "local", "--no-cache")  # fmt: skip
+    proxy = framekit("evaluate", str(source), "-o", "proxy.parquet", *common,
+                     "--no-likelihood", cwd=tmp_path)  # fmt: skip
+    assert proxy.returncode == 0, proxy.stderr
+    explained = pl.read_parquet(tmp_path / "proxy.parquet")["groundedness_explanation"]
+    assert explained[0].startswith("Local similarity proxy")
+    required = framekit("evaluate", str(source), "-o", "lm.parquet", *common, "--likelihood",
+                        cwd=tmp_path)  # fmt: skip
+    if not lk.likelihood_available():  # required and absent: stopped, with the install line
+        assert required.returncode == 2 and "pip install" in required.stderr
+        return
+    assert required.returncode == 0, required.stderr
+    explained = pl.read_parquet(tmp_path / "lm.parquet")["groundedness_explanation"]
+    assert explained[0].startswith("Local likelihood")
+
+
+def test_likelihood_flags_reach_a_cascades_offline_stage_and_a_model_judge_ignores_them(
+    capsys: pytest.CaptureFixture[str],
+):
+    from framekit.cli.main import build_parser
+    from framekit.cli.options import judge_of
+    from framekit.judges.local import LocalJudge
+
+    parser = build_parser()
+    args = parser.parse_args(["evaluate", "x.parquet", "-o", "y.parquet", "--no-likelihood",
+                              "--cascade", "local,openai/gpt-4o-mini", "--escalate-below", "0.8"])  # fmt: skip
+    cascade = judge_of(args)
+    offline = cascade.judges[0]
+    assert isinstance(offline, LocalJudge) and offline.likelihood is False
+    args = parser.parse_args(["evaluate", "x.parquet", "-o", "y.parquet", "--likelihood"])
+    assert isinstance(judge_of(args), LocalJudge) and judge_of(args).likelihood is True
+    args = parser.parse_args(["evaluate", "x.parquet", "-o", "y.parquet"])
+    assert judge_of(args) is None  # the default judge, resolved as before
+    args = parser.parse_args(["evaluate", "x.parquet", "-o", "y.parquet", "--likelihood",
+                              "--judge", "openai/gpt-4o-mini"])  # fmt: skip
+    assert judge_of(args).model == "openai/gpt-4o-mini"
+    assert "--likelihood ignored by the model judge openai/gpt-4o-mini" in capsys.readouterr().err

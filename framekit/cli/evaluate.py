@@ -74,6 +74,14 @@ def add_parser(sub: Any) -> None:
         help="litellm model string, or 'local' (default: $FRAMEKIT_JUDGE, else local)",
     )
     ev.add_argument(
+        "--likelihood",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="offline judge: read groundedness, context recall and coherence with the lm "
+        "extra's likelihood scorer (--likelihood: require it) or their embedding proxies "
+        "(--no-likelihood: about 20x faster); default: the scorer when it is installed",
+    )
+    ev.add_argument(
         "--cascade",
         metavar="JUDGES",
         help="comma-separated judges, cheapest first (e.g. local,openai/gpt-4o-mini): a "

@@ -52,8 +52,24 @@ def judge_of(args: argparse.Namespace) -> Any:
         given = [f"--{k}" for k, v in _limits(args).items() if v is not None]
         if given:
             print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
+        if getattr(args, "likelihood", None) is not None:
+            return _local_judge(args)
         return "local" if model else None
+    likelihood = getattr(args, "likelihood", None)
+    if likelihood is not None:
+        flag = "--likelihood" if likelihood else "--no-likelihood"
+        print(f"framekit: {flag} ignored by the model judge {model}", file=sys.stderr)
     return _model_judge(args, model)
+
+
+def _local_judge(args: argparse.Namespace) -> Any:
+    """The offline judge, with ``--likelihood`` / ``--no-likelihood`` where given."""
+    likelihood = getattr(args, "likelihood", None)
+    if likelihood is None:
+        return "local"
+    from framekit.judges.local import LocalJudge
+
+    return LocalJudge(likelihood=likelihood)
 
 
 def _limits(args: argparse.Namespace) -> dict[str, Any]:
@@ -105,7 +121,7 @@ def _cascade_of(args: argparse.Namespace, spec: str) -> Any:
         raise InputError(
             f"--escalate-below {args.escalate_below!r}: comma-separated numbers in [0, 1]"
         ) from None
-    judges = ["local" if m.lower() == "local" else _model_judge(args, m) for m in models]
+    judges = [_local_judge(args) if m.lower() == "local" else _model_judge(args, m) for m in models]
     return Cascade(judges, escalate_below=thresholds)
 
 
