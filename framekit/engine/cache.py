@@ -27,6 +27,7 @@ from typing import Any
 
 import diskcache
 
+from framekit.engine.cache_rows import RowWriter, writes_plainly
 from framekit.engine.notice import warn
 
 _ENV_DIR = "FRAMEKIT_CACHE_DIR"
@@ -104,6 +105,8 @@ class Cache:
         self.saved = 0
         self._table: _Table | None = None
         self._table_store: object = None
+        self._rows: RowWriter | None = None
+        self._rows_store: object = None
         self._open()
 
     def _connect(self) -> diskcache.Cache:
@@ -287,20 +290,37 @@ class Cache:
         self.saved += 1
 
     def set_many(self, items: Iterable[tuple[str, Any]]) -> None:
-        """Store many values in one transaction."""
+        """Store many values in one transaction: rows written straight into diskcache's
+        table, a few statements for the whole group (:mod:`framekit.engine.cache_rows`),
+        or ``set()`` for each value when the store's settings make ``set()`` more than that.
+        """
         store = self._writer()
         if store is None:
             return
         written = 0
         try:
-            with store.transact():
-                for key, value in items:
-                    store.set(key, value)
-                    written += 1
+            rows = self._rows_of(store)
+            if rows is not None:
+                written = rows.write(items)
+            else:
+                with store.transact():
+                    for key, value in items:
+                        store.set(key, value)
+                        written += 1
         except _CACHE_ERRORS as exc:
             self._failed(exc)
             return
         self.saved += written
+
+    def _rows_of(self, store: diskcache.Cache) -> RowWriter | None:
+        """The group writer of ``store``, when its rows are all ``set()`` would write."""
+        if store is not self._rows_store:  # first use, or a store reopened since
+            if self._rows is not None:
+                self._rows.close()
+            self._rows_store, self._rows = store, None
+            if writes_plainly(store):
+                self._rows = RowWriter(Path(store.directory), store.disk, store.cull_limit)
+        return self._rows
 
     def __len__(self) -> int:
         store = self._store
@@ -322,6 +342,8 @@ class Cache:
         """Close the underlying database (reopened lazily by diskcache on next use)."""
         if self._table is not None:
             self._table.close()
+        if self._rows is not None:
+            self._rows.close()
         if self._store is not None:
             self._store.close()
 
@@ -498,6 +520,8 @@ class NullCache(Cache):
         self.saved = 0
         self._table = None
         self._table_store = None
+        self._rows = None
+        self._rows_store = None
 
     def __repr__(self) -> str:
         return "NullCache()"
