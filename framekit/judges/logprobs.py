@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import math
 import re
@@ -122,6 +123,22 @@ def _token_bytes(entry: Any) -> bytes:
             pass
     token = _get(entry, "token")
     return str(token).encode("utf-8") if token is not None else b""
+
+
+def _pieces(content: Sequence[Any]) -> list[bytes]:
+    """Every token's bytes (:func:`_token_bytes`), read straight from a parsed JSON reply's
+    dicts: this runs over every token of every answer."""
+    pieces: list[bytes] = []
+    for entry in content:
+        raw = entry.get("bytes") if type(entry) is dict else None
+        if type(raw) is list:
+            try:
+                pieces.append(bytes(raw))
+                continue
+            except (TypeError, ValueError):
+                pass
+        pieces.append(_token_bytes(entry))
+    return pieces
 
 
 def _probability(entry: Any) -> float:
@@ -238,12 +255,8 @@ def label_probabilities(
     """
     if not content or not labels:
         return None
-    pieces = [_token_bytes(entry) for entry in content]
-    starts: list[int] = []
-    offset = 0
-    for piece in pieces:
-        starts.append(offset)
-        offset += len(piece)
+    pieces = _pieces(content)
+    starts = list(itertools.accumulate(map(len, pieces), initial=0))
     text = b"".join(pieces)
     located = _locate(text, labels, field, answered)
     if located is None:
