@@ -129,7 +129,7 @@ def _joined(content: Sequence[Any]) -> tuple[bytes, list[int]]:
     """Every token's bytes (:func:`_token_bytes`) joined, and where each token starts (one
     offset more: the end). A parsed JSON reply's byte lists are joined in one go: this
     runs over every token of every answer."""
-    raws = [entry.get("bytes") if type(entry) is dict else None for entry in content]
+    raws: list[Any] = [entry.get("bytes") if type(entry) is dict else None for entry in content]
     if all(type(raw) is list for raw in raws):
         try:
             text = bytes(itertools.chain.from_iterable(raws))
