@@ -28,6 +28,7 @@ each of its own (synchronous, cache and mmap sizes, a page cap a test sets...) a
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
@@ -72,8 +73,11 @@ class RowWriter:
         self.cull_limit = cull_limit
         self._lock = threading.Lock()
         self._con: sqlite3.Connection | None = None
+        self._pid = os.getpid()
 
     def _connection(self) -> sqlite3.Connection:
+        if self._con is not None and self._pid != os.getpid():
+            self._con = None  # a forked child: the parent's connection is not its to use
         if self._con is None:
             con = sqlite3.connect(
                 self._path, timeout=LOCK_WAIT_S, isolation_level=None, check_same_thread=False
@@ -85,7 +89,7 @@ class RowWriter:
             except sqlite3.Error:
                 con.close()
                 raise
-            self._con = con
+            self._con, self._pid = con, os.getpid()
         return self._con
 
     def write(self, items: Iterable[tuple[str, Any]]) -> int:
