@@ -169,3 +169,22 @@ def test_every_way_of_answering_gives_the_same_frame_confidence_included(
     calls = sim.stats()["chat"]
     assert run(tmp_path / "cache").equals(uncached) and sim.stats()["chat"] == calls
     assert run(False, "litellm").equals(uncached)
+
+
+def test_a_lone_answer_is_written_soon_and_answers_arriving_together_share_a_group(
+    tmp_path: Path,
+) -> None:
+    # A small group waits a moment (WRITE_LINGER_S) for more answers before it is
+    # written: a lone answer still reaches the disk without the run ending, and answers
+    # arriving within that moment go in one transaction.
+    cache = Cache(tmp_path / "cache")
+    groups: list[int] = []
+    writer = GroupWriter(cache, lambda keys: groups.append(len(keys)), linger=0.5)
+    writer.put("chat:alone", ENTRY)
+    _wait_until(lambda: cache.get("chat:alone") is not None, seconds=5)
+    for i in range(20):
+        writer.put(f"chat:{i}", ENTRY)
+    _wait_until(lambda: sum(groups) == 21, seconds=5)
+    assert groups == [1, 20]
+    writer.close()
+    assert len(cache) == 21

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import os
 import pickle
 import subprocess
@@ -154,3 +155,24 @@ def test_a_transport_holds_the_judges_values_not_the_judge_and_without_key_holds
     assert b"CANARY-99" not in pickle.dumps(keyless)
     assert "CANARY-99" not in repr(keyless)
     assert judge.secrets == ["sk-explicit-CANARY-99"]  # the original keeps its key
+
+
+def test_every_body_is_the_one_built_field_by_field_whatever_the_mode_and_evaluator():
+    # The body's fields other than the messages are built once per evaluator and mode;
+    # each request's body must still be, byte for byte, the one built from scratch.
+    from framekit.judges.http import dump_json
+
+    judge = fk.Judge("openai/sim-judge", api_base="http://127.0.0.1:9/v1", api_key=API_KEY,
+                     temperature=0.3, seed=5, extra_body={"top_k": 3})  # fmt: skip
+    transport = judge._transport
+    evaluators = [fk.evaluators.RetrievalRelevance(), fk.evaluators.Coherence()]
+    for mode in ("json_schema", "tool", "prompt", "json_schema"):
+        for evaluator in evaluators:
+            for i in range(3):
+                record = {"input": f"question {i}", "output": f"answer {i}", "context": [f"d{i}"]}
+                request = evaluator.build_request(record)
+                whole = transport._fields(request, request.messages, mode)
+                body = transport._body(request, request.messages, mode)
+                assert body == dump_json(whole)
+                sent = json.loads(body)["messages"]
+                assert sent[: len(request.messages)] == request.messages  # this record's

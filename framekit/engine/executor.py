@@ -5,8 +5,8 @@ parsed answer is handed to the cache's writer thread the moment it arrives
 (:class:`~framekit.engine.cache.GroupWriter`: group commit, one transaction for what has
 queued, so the event loop never waits on sqlite). A killed run loses only the calls in
 flight and the answers not yet written (at most
-:data:`~framekit.engine.cache.WRITE_GROUP_MAX`, in practice the few milliseconds of
-answers of the group being written); a run that ends, fails, is cancelled or is
+:data:`~framekit.engine.cache.WRITE_GROUP_MAX`, in practice the last 50 ms or so of
+answers: a small group waits that long to fill); a run that ends, fails, is cancelled or is
 interrupted writes them all before it returns. Just before requests go out the cache is
 asked again (one query for a few of them), so a second process working through the same
 rows does not pay for answers the first one already has.

@@ -146,6 +146,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # Per share (by id), the label scores of answers read in bulk ({}: none are),
         # and whether a label's probability leaves its score as it is (scoring="label").
         self._plain: dict[int, tuple[dict[str, float], bool]] = {}
+        # Per share (by id), how its requests are built when sent (see _sender).
+        self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest] | None] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
@@ -267,11 +269,18 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         return self._asked[key][1]
 
     def request(self, key: str) -> ChatRequest:
-        """The request behind ``key``, rendered from the first record that asks it."""
+        """The request behind ``key``, rendered from the first record that asks it (by
+        the evaluator's plain renderer where it has one: :func:`_sender`)."""
         share, record = self._waiting[key][0]
         ready(share.evaluator, record)
-        assert record.fields is not None, "a waiting record is never settled"
-        return share.evaluator.build_request(record.fields)
+        fields = record.fields
+        assert fields is not None, "a waiting record is never settled"
+        sender = self._senders.get(id(share), _UNSET)
+        if sender is _UNSET:
+            sender = self._senders[id(share)] = _sender(share, fields)
+        if sender is None:
+            return share.evaluator.build_request(fields)
+        return sender(fields)  # type: ignore[operator]
 
     def requests(self, keys: Sequence[str]) -> Iterable[tuple[str, ChatRequest]]:
         """``(key, request)`` for ``keys``, each rendered as it is taken; iterable again
@@ -363,6 +372,46 @@ class _Rendered:
     def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
         """``(key, shape)`` without rendering a prompt (the batch path's first pass)."""
         return ((key, self.plan.shape(key)) for key in self.keys)
+
+
+_UNSET = object()
+
+
+def _sender(
+    share: Prepared, fields: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any]], ChatRequest] | None:
+    """A function building ``share``'s requests as ``build_request`` builds them, from the
+    evaluator's plain renderer (:meth:`RubricEvaluator.prompt_renderer
+    <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`: the user message, every
+    other part of the request being the same for each record) at half the cost; ``None``
+    when the evaluator has none, or its first request (``fields``) is not what the
+    renderer assumes. The keys of such a share are hashed from the same renderer's text
+    (:meth:`ChatPlan._plan_rendered`), so what is sent is what was hashed."""
+    renderer = getattr(share.evaluator, "prompt_renderer", None)
+    render = renderer() if renderer is not None else None
+    if render is None:
+        return None
+    try:
+        first = share.evaluator.build_request(fields)
+        user = render(fields)
+    except RecordError:
+        return None
+    if not first.messages or first.messages[-1] != {"role": "user", "content": user}:
+        return None
+    before, extra = first.messages[:-1], first.extra
+    name, schema, label_field, choices = (
+        first.schema_name,
+        first.schema,
+        first.label_field,
+        first.choices,
+    )
+
+    def build(fields: Mapping[str, Any]) -> ChatRequest:
+        messages = [dict(message) for message in before]
+        messages.append({"role": "user", "content": render(fields)})
+        return ChatRequest(messages, name, schema, label_field, choices, dict(extra))
+
+    return build
 
 
 #: Distinct records whose prompts polars renders at once: the texts of one slice are

@@ -91,6 +91,9 @@ class HttpTransport:
         #: Set when the endpoint answered 400 to a request for logprobs (some reasoning
         #: models and servers refuse them): the rest of its calls go without.
         self.logprobs_refused = False
+        # (mode, id(schema), schema name, logprobs asked) -> (the schema, the body's other
+        # fields); holding the schema keeps its id from being reused by another object.
+        self._bodies: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
 
     def _resolve(self) -> None:
         """URL and key from the endpoint, else the provider's variables (read again when
@@ -171,6 +174,24 @@ class HttpTransport:
         )
 
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
+        if mode == "prompt":  # the messages change with the mode: built whole
+            return dump_json(self._fields(request, messages, mode))
+        # Everything but the messages is the same for every request of an evaluator:
+        # built once, and the messages put in its place (the same bytes, key order kept).
+        asks = self.asks_logprobs(request)
+        ident = (mode, id(request.schema), request.schema_name, asks)
+        memo = self._bodies.get(ident)
+        if memo is None or memo[0] is not request.schema:
+            if len(self._bodies) > 64:
+                self._bodies.clear()
+            memo = self._bodies[ident] = (request.schema, self._fields(request, [], mode))
+        body = dict(memo[1])
+        body["messages"] = messages
+        return dump_json(body)
+
+    def _fields(
+        self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
+    ) -> dict[str, Any]:
         params = self.decoding.params
         body: dict[str, Any] = {k: v for k, v in params.items() if k not in _LITELLM_ONLY}
         if self.asks_logprobs(request):
@@ -184,7 +205,7 @@ class HttpTransport:
             max_tokens=self.decoding.max_tokens,
             **build_call_kwargs(request, messages, mode),
         )
-        return dump_json(body)
+        return body
 
     async def call(
         self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import math
 import re
@@ -124,6 +125,22 @@ def _token_bytes(entry: Any) -> bytes:
     return str(token).encode("utf-8") if token is not None else b""
 
 
+def _joined(content: Sequence[Any]) -> tuple[bytes, list[int]]:
+    """Every token's bytes (:func:`_token_bytes`) joined, and where each token starts (one
+    offset more: the end). A parsed JSON reply's byte lists are joined in one go: this
+    runs over every token of every answer."""
+    raws: list[Any] = [entry.get("bytes") if type(entry) is dict else None for entry in content]
+    if all(type(raw) is list for raw in raws):
+        try:
+            text = bytes(itertools.chain.from_iterable(raws))
+        except (TypeError, ValueError):
+            pass  # a value that is no byte: token by token, as _token_bytes reads it
+        else:
+            return text, list(itertools.accumulate(map(len, raws), initial=0))
+    pieces = [_token_bytes(entry) for entry in content]
+    return b"".join(pieces), list(itertools.accumulate(map(len, pieces), initial=0))
+
+
 def _probability(entry: Any) -> float:
     value = _get(entry, "logprob")
     try:
@@ -150,6 +167,17 @@ def _spelled(label: str, depth: int) -> str:
     return label
 
 
+@functools.lru_cache(maxsize=1024)
+def _encoded(labels: tuple[str, ...], depth: int, fold: bool) -> dict[str, bytes]:
+    """Every label as spelled at ``depth`` (lower-cased when ``fold``), as bytes; shared
+    between calls, so never changed."""
+    encoded = {}
+    for label in labels:
+        spelled = _spelled(label, depth).encode("utf-8")
+        encoded[label] = spelled.lower() if fold else spelled
+    return encoded
+
+
 @functools.lru_cache(maxsize=256)
 def _field_pattern(field: str) -> re.Pattern[bytes]:
     """``"<field>": "`` at any depth of escaping (group 1: the backslashes)."""
@@ -172,10 +200,7 @@ def _locate(
             slashes = len(match.group(1))
             depth = (slashes + 1).bit_length() - 1  # 0, 1 (\"), 2 (\\\"), ...
             close = match.group(1) + b'"'
-            encoded = {}
-            for label in labels:
-                spelled = _spelled(label, depth).encode("utf-8")
-                encoded[label] = spelled.lower() if fold else spelled
+            encoded = _encoded(tuple(labels), depth, fold)
             hits = [lb for lb in wanted if haystack.startswith(encoded[lb] + close, match.end())]
             if hits:
                 found.append(
@@ -238,13 +263,7 @@ def label_probabilities(
     """
     if not content or not labels:
         return None
-    pieces = [_token_bytes(entry) for entry in content]
-    starts: list[int] = []
-    offset = 0
-    for piece in pieces:
-        starts.append(offset)
-        offset += len(piece)
-    text = b"".join(pieces)
+    text, starts = _joined(content)
     located = _locate(text, labels, field, answered)
     if located is None:
         return None
@@ -260,8 +279,9 @@ def label_probabilities(
         reported = _get(entry, "top_logprobs") or []
         if first and not reported:
             return None
-        alternatives, smallest = _alternatives(entry, reported, pieces[index], located.fold)
-        sampled = pieces[index].lower() if located.fold else pieces[index]
+        piece = text[starts[index] : starts[index + 1]]
+        alternatives, smallest = _alternatives(entry, reported, piece, located.fold)
+        sampled = piece.lower() if located.fold else piece
         step = _branch(
             alternatives, smallest, sampled, lead, possible, located, consumed, path, mass, missing
         )

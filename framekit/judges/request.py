@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from framekit import _secrets
 from framekit._errors import ParseFailure, one_line
 from framekit.judges.logprobs import label_probabilities
@@ -208,10 +210,7 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
         raise ParseFailure("refusal", f"judge refused: {one_line(refusal, 120)}")
     if text is None:
         raise ParseFailure("null", "judge returned no content (content: null)")
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
+    whole = _whole_json(text)
     if isinstance(whole, dict):
         return _checked(whole, request)
     candidates = _objects(text)
@@ -225,6 +224,20 @@ def parse_answer(text: str | None, refusal: str | None, request: ChatRequest) ->
     # The last answer-shaped object is the verdict; a label outside the rubric there is
     # re-asked, never replaced by an earlier (quoted) object's.
     return _checked(shaped[-1] if shaped else candidates[-1], request)
+
+
+def _whole_json(text: str) -> Any:
+    """``text`` read as one JSON value, ``None`` when it is not one: orjson first (every
+    answer is read here), the standard library for what orjson refuses (``NaN``, an
+    integer past 64 bits, an escaped lone surrogate), so the value is ``json.loads``'s."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _checked(data: dict[str, Any], request: ChatRequest) -> dict[str, Any]:

@@ -1,0 +1,107 @@
+"""A group of answers written straight into diskcache's table reads back as ``set()``'s.
+
+:meth:`Cache.set_many` writes a group with a few statements (``framekit.engine.cache_rows``)
+instead of diskcache's ``set()`` per value. What a user (or diskcache itself) can check
+must not tell the two apart: the values diskcache's own ``get()`` returns, framekit's
+lookup, the entry count and size diskcache keeps, its own consistency check, the value
+files of large values, and the eviction of expired entries.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import diskcache
+
+from framekit.engine.cache import Cache
+from framekit.engine.cache_rows import writes_plainly
+
+BIG = {"answer": {"label": "relevant", "explanation": "long " * 20_000}}  # > 32 kB: a file
+
+
+def _items(n: int) -> list[tuple[str, object]]:
+    answers = [
+        (f"chat:{i:04d}", {"answer": {"label": "relevant", "explanation": f"row {i}"}, "tokens": i})
+        for i in range(n)
+    ]
+    return [*answers, ("chat:big", BIG), ("emb:raw", b"\x00\x01" * 8), ("text", "plain text")]
+
+
+def _checked(path: Path) -> diskcache.Cache:
+    """diskcache's own view of the directory, after its own consistency check."""
+    store = diskcache.Cache(str(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert store.check() == []
+    assert caught == []
+    return store
+
+
+def _value_files(path: Path) -> list[Path]:
+    return [p for p in path.rglob("*.val")]
+
+
+def test_a_group_reads_back_alike_through_diskcache_and_framekit(tmp_path: Path) -> None:
+    items = _items(1500)  # more keys than one look-up query takes
+    ours, theirs = Cache(tmp_path / "ours"), Cache(tmp_path / "theirs")
+    ours.set_many(items)
+    for key, value in items:  # what diskcache's set() leaves, value by value
+        theirs.set(key, value)
+    ours.close(), theirs.close()
+    mine, reference = _checked(tmp_path / "ours"), _checked(tmp_path / "theirs")
+    for key, value in items:
+        assert mine.get(key) == value == reference.get(key)
+    assert len(mine) == len(reference) == len(items)
+    assert mine.volume() - mine.reset("size") == reference.volume() - reference.reset("size")
+    assert mine.reset("size") == reference.reset("size") > 0  # the big answer's file
+    assert len(_value_files(tmp_path / "ours")) == 1
+    found = Cache(tmp_path / "ours").get_many([key for key, _ in items])
+    assert found == dict(items)
+
+
+def test_a_key_written_again_is_replaced_and_its_old_file_removed(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    cache.set_many(_items(10))
+    assert len(_value_files(tmp_path)) == 1
+    # In one group: the big answer replaced by a small one, a key given twice (the last
+    # value stands, as two set() calls would leave it), and a new key.
+    cache.set_many(
+        [
+            ("chat:big", {"answer": {"label": "irrelevant"}}),
+            ("chat:0001", {"answer": {"label": "irrelevant"}}),
+            ("chat:0001", {"answer": {"label": "relevant", "explanation": "second"}}),
+            ("chat:new", {"answer": {"label": "relevant"}}),
+        ]
+    )
+    assert cache.saved == 10 + 3 + 4
+    cache.close()
+    store = _checked(tmp_path)
+    assert store.get("chat:big") == {"answer": {"label": "irrelevant"}}
+    assert store.get("chat:0001") == {"answer": {"label": "relevant", "explanation": "second"}}
+    assert len(store) == 10 + 3 + 1 and store.reset("size") == 0
+    assert _value_files(tmp_path) == []
+
+
+def test_expired_entries_are_evicted_as_set_evicts_them(tmp_path: Path) -> None:
+    cache = Cache(tmp_path)
+    other = diskcache.Cache(str(tmp_path))  # someone else's entries, with an expiry
+    for i in range(5):
+        other.set(f"old:{i}", BIG if i == 0 else i, expire=0.05)
+    other.close()
+    time.sleep(0.1)
+    cache.set_many([("chat:a", {"answer": {"label": "relevant"}})])
+    cache.close()
+    store = _checked(tmp_path)
+    assert len(store) == 1 and store.get("chat:a") is not None
+    assert _value_files(tmp_path) == []  # the expired big value's file went with it
+
+
+def test_stores_that_set_evicts_by_size_in_are_written_by_set(tmp_path: Path) -> None:
+    # framekit opens its caches without eviction; a store that evicts by size is written
+    # value by value through diskcache's own set(), which does that eviction.
+    lru = diskcache.Cache(str(tmp_path / "lru"), eviction_policy="least-recently-used")
+    assert not writes_plainly(lru)
+    plain = Cache(tmp_path / "plain")
+    assert plain._store is not None and writes_plainly(plain._store)
