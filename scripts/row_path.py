@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import threading
 import uuid
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ def trace(marker: str) -> dict[str, list[str]]:
         fk.evaluate_dataframe(
             warm, [RetrievalRelevance()], mapping, judge=judge, cache=cache, progress=False
         )  # imports and tables built once are not the row's path
+        # Threads started meanwhile (the cache's writer, which saves the answer) too.
+        threading.setprofile(profile)
         sys.setprofile(profile)
         try:
             scored = fk.evaluate_dataframe(
@@ -95,6 +98,7 @@ def trace(marker: str) -> dict[str, list[str]]:
             )
         finally:
             sys.setprofile(None)
+            threading.setprofile(None)
     explanation = scored["retrieval_relevance_explanation"][0]
     assert marker in (explanation or ""), f"the marker did not reach the columns: {explanation}"
     return path
