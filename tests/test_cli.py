@@ -390,3 +390,15 @@ def test_likelihood_flags_reach_a_cascades_offline_stage_and_a_model_judge_ignor
                               "--judge", "openai/gpt-4o-mini"])  # fmt: skip
     assert judge_of(args).model == "openai/gpt-4o-mini"
     assert "--likelihood ignored by the model judge openai/gpt-4o-mini" in capsys.readouterr().err
+    args = parser.parse_args(
+        ["evaluate", "x.parquet", "-o", "y.parquet", "--relevant-share", "0.3"]
+    )
+    assert judge_of(args).relevant_share == 0.3 and judge_of(args).likelihood is None
+
+
+def test_a_relevant_share_outside_0_1_is_an_input_error(tmp_path, rag_parquet):
+    result = framekit("evaluate", str(rag_parquet), "-o", "out.parquet", *RETRIEVAL_CLI_ARGS,
+                      "--judge", "local", "--relevant-share", "5", cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 2
+    assert "relevant_share must be a share between 0 and 1" in result.stderr
+    assert not (tmp_path / "out.parquet").exists()

@@ -185,6 +185,48 @@ def test_offline_judge_confidence_is_its_calibrated_probability(tmp_path):
     assert one.confidence == pytest.approx(out["retrieval_relevance_confidence"][0])
 
 
+def test_the_offline_confidence_moves_to_the_relevant_share_the_user_expects(tmp_path):
+    embedder = pytest.importorskip("framekit.judges.local.embedder")
+    if not embedder.local_model_available():
+        pytest.skip("offline model not installed")
+    from framekit.judges.local.confidence import verdict_confidence
+
+    df = pl.DataFrame(
+        {
+            "question": ["What is the capital of France?"] * 2,
+            "docs": [["Paris is the capital of France."], ["Bananas grow in the tropics."]],
+        }
+    )
+    wikiqa, _ = scored(df, "local", tmp_path)
+    shared, stats = scored(df, fk.LocalJudge(relevant_share=0.5), tmp_path)
+    for row in shared.iter_rows(named=True):
+        cosine = float(re.search(r"cosine (-?\d\.\d+)", row["retrieval_relevance_explanation"])[1])
+        passed = row["retrieval_relevance_passed"]
+        wanted = verdict_confidence(cosine, passed=passed, prior=0.5)
+        assert row["retrieval_relevance_confidence"] == pytest.approx(wanted, abs=0.01)
+    # Relevant pairs ten times commoner than in WikiQA: a pass is surer, a fail less so.
+    before, after = (
+        wikiqa["retrieval_relevance_confidence"],
+        shared["retrieval_relevance_confidence"],
+    )
+    passed = shared["retrieval_relevance_passed"].to_list()
+    assert passed == [True, False]
+    assert after[0] > before[0] and after[1] < before[1]
+    for column in ("score", "label", "explanation"):  # only the confidence moves
+        assert shared[f"retrieval_relevance_{column}"].equals(
+            wikiqa[f"retrieval_relevance_{column}"]
+        )
+    method = stats.confidence["retrieval_relevance"]["method"]
+    assert method == "calibrated offline (relevant share 0.5)"
+    one = RetrievalRelevance().score(
+        input="What is the capital of France?", context=["Paris is the capital of France."],
+        judge=fk.LocalJudge(relevant_share=0.5), cache=tmp_path,
+    )  # fmt: skip
+    assert one.confidence == pytest.approx(after[0])
+    with pytest.raises(InputError, match="relevant_share must be a share between 0 and 1"):
+        fk.LocalJudge(relevant_share=5)
+
+
 def test_samples_ask_k_times_per_record_vote_and_a_rerun_is_fully_cached(
     judge_simulator, transport, tmp_path
 ):

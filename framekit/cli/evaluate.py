@@ -82,6 +82,13 @@ def add_parser(sub: Any) -> None:
         "(--no-likelihood: about 20x faster); default: the scorer when it is installed",
     )
     ev.add_argument(
+        "--relevant-share",
+        type=float,
+        metavar="SHARE",
+        help="offline judge: the share of relevant pairs you expect (default WikiQA's, about "
+        "0.05); its relevance confidences, which --cascade escalates by, are moved to it",
+    )
+    ev.add_argument(
         "--cascade",
         metavar="JUDGES",
         help="comma-separated judges, cheapest first (e.g. local,openai/gpt-4o-mini): a "

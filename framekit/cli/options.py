@@ -52,24 +52,33 @@ def judge_of(args: argparse.Namespace) -> Any:
         given = [f"--{k}" for k, v in _limits(args).items() if v is not None]
         if given:
             print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
-        if getattr(args, "likelihood", None) is not None:
-            return _local_judge(args)
-        return "local" if model else None
-    likelihood = getattr(args, "likelihood", None)
-    if likelihood is not None:
-        flag = "--likelihood" if likelihood else "--no-likelihood"
-        print(f"framekit: {flag} ignored by the model judge {model}", file=sys.stderr)
+        local = _local_judge(args)
+        return local if model or local != "local" else None
+    offline = _offline_flags(args)
+    if offline:
+        print(f"framekit: {', '.join(offline)} ignored by the model judge {model}", file=sys.stderr)
     return _model_judge(args, model)
 
 
-def _local_judge(args: argparse.Namespace) -> Any:
-    """The offline judge, with ``--likelihood`` / ``--no-likelihood`` where given."""
+def _offline_flags(args: argparse.Namespace) -> list[str]:
+    """The offline judge's flags given on the command line."""
     likelihood = getattr(args, "likelihood", None)
-    if likelihood is None:
+    flags = [] if likelihood is None else ["--likelihood" if likelihood else "--no-likelihood"]
+    share = getattr(args, "relevant_share", None)
+    return flags + (["--relevant-share"] if share is not None else [])
+
+
+def _local_judge(args: argparse.Namespace) -> Any:
+    """The offline judge, with ``--likelihood`` / ``--no-likelihood`` and
+    ``--relevant-share`` where given."""
+    if not _offline_flags(args):
         return "local"
     from framekit.judges.local import LocalJudge
 
-    return LocalJudge(likelihood=likelihood)
+    return LocalJudge(
+        likelihood=getattr(args, "likelihood", None),
+        relevant_share=getattr(args, "relevant_share", None),
+    )
 
 
 def _limits(args: argparse.Namespace) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -23,10 +23,12 @@ from framekit._errors import (
     RecordError,
     one_line,
 )
+from framekit._score import passes
 from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import Prepared, Record
 from framekit.engine.stats import RunStats
+from framekit.evaluators.base import Verdict
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
@@ -209,4 +211,22 @@ async def embedding_stage(
             continue
         record.free()
         stats.cost_usd = stats.cost_usd or 0.0  # the offline judge is free
-        record.settle(verdict)
+        record.settle(at_relevant_share(need.share, verdict))
+
+
+def at_relevant_share(share: Prepared, verdict: Verdict) -> Verdict:
+    """``verdict`` with its confidence moved to the offline judge's ``relevant_share``
+    (:func:`~framekit.judges.local.confidence.moved_to_prior`), when one is given. Every
+    confidence of an embedding verdict is the relevance map fitted on WikiQA
+    (``framekit.evaluators._local``), the one thing the share moves."""
+    judge = share.judge
+    if not isinstance(judge, LocalJudge) or judge.relevant_share is None:
+        return verdict
+    if verdict.confidence is None:
+        return verdict
+    from framekit.judges.local.confidence import moved_to_prior
+
+    ev = share.evaluator
+    passed = bool(passes(verdict.value, ev.threshold, ev.direction))  # as the map read it
+    moved = moved_to_prior(verdict.confidence, passed, judge.relevant_share)
+    return replace(verdict, confidence=moved)

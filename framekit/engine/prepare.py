@@ -172,7 +172,8 @@ class Prepared:
         offline judge's fitted map), ``"self-consistency k=N"`` (``samples=N``), or
         ``"logprobs"`` (token log-probabilities, where the endpoint reports them)."""
         if isinstance(self.judge, LocalJudge):
-            return "calibrated offline"
+            share = self.judge.relevant_share
+            return "calibrated offline" + (f" (relevant share {share:g})" if share else "")
         if isinstance(self.judge, Cascade):  # its stages' methods: see framekit.engine.cascade
             return "cascade"
         if self.judge.samples > 1:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from framekit._errors import InputError
+
 if TYPE_CHECKING:
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 
@@ -47,6 +49,14 @@ class LocalJudge:
         extra is installed, the embedding proxies otherwise. ``True``: require it (a run
         without the extra raises :class:`~framekit.MissingDependency` with the install
         command before any call). ``False``: always the proxies (faster).
+    relevant_share
+        The share of relevant pairs you expect in your data, in (0, 1). The relevance
+        evaluators' confidences (the probability that a person agrees with the pass or
+        fail) were fitted on WikiQA, where about 5 % of the pairs are relevant; data where
+        relevant pairs are commoner make a fail less certain and a pass more. Given a
+        share, each confidence is moved to it by Bayes' rule
+        (:func:`~framekit.judges.local.confidence.moved_to_prior`); scores and labels do
+        not change. Default ``None``: WikiQA's share.
 
     Examples
     --------
@@ -55,6 +65,8 @@ class LocalJudge:
     'local/all-MiniLM-L6-v2'
     >>> LocalJudge(likelihood=False)
     LocalJudge(likelihood=False)
+    >>> LocalJudge(relevant_share=0.3)
+    LocalJudge(relevant_share=0.3)
     """
 
     kind = "local"
@@ -64,9 +76,24 @@ class LocalJudge:
     batch_size = 256
     secrets: list[str] = []
 
-    def __init__(self, embedder: Any | None = None, *, likelihood: bool | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Any | None = None,
+        *,
+        likelihood: bool | None = None,
+        relevant_share: float | None = None,
+    ) -> None:
+        if relevant_share is not None and (
+            isinstance(relevant_share, bool)
+            or not isinstance(relevant_share, (int, float))
+            or not 0.0 < relevant_share < 1.0
+        ):
+            raise InputError(
+                f"relevant_share must be a share between 0 and 1 (e.g. 0.3), got {relevant_share!r}"
+            )
         self._embedder = embedder
         self.likelihood = likelihood
+        self.relevant_share = None if relevant_share is None else float(relevant_share)
         self._installed: bool | None = None  # whether the lm extra is, asked once
 
     @property
@@ -84,7 +111,11 @@ class LocalJudge:
             return self
         from framekit.judges.local.embedder import LocalEmbedder
 
-        return LocalJudge(LocalEmbedder(threads=threads), likelihood=self.likelihood)
+        return LocalJudge(
+            LocalEmbedder(threads=threads),
+            likelihood=self.likelihood,
+            relevant_share=self.relevant_share,
+        )
 
     @property
     def model_id(self) -> str:
@@ -150,8 +181,7 @@ class LocalJudge:
         return await asyncio.to_thread(score)
 
     def __repr__(self) -> str:
-        return (
-            "LocalJudge()"
-            if self.likelihood is None
-            else f"LocalJudge(likelihood={self.likelihood})"
-        )
+        given = [f"likelihood={self.likelihood}"] if self.likelihood is not None else []
+        if self.relevant_share is not None:
+            given.append(f"relevant_share={self.relevant_share:g}")
+        return f"LocalJudge({', '.join(given)})"

@@ -23,7 +23,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CONFIDENCE_PATH", "load_confidence", "relevant_probability", "verdict_confidence"]
+__all__ = [
+    "CONFIDENCE_PATH",
+    "load_confidence",
+    "moved_to_prior",
+    "relevant_probability",
+    "verdict_confidence",
+]
 
 CONFIDENCE_PATH = Path(__file__).with_name("confidence.json")
 
@@ -73,8 +79,11 @@ def relevant_probability(
         p = 1.0 / (1.0 + math.exp(-logit))
     else:
         p = float(np.interp(signal, fit["isotonic"]["x"], fit["isotonic"]["y"]))
-    if prior is None:
-        return p
+    return p if prior is None else _at_prior(p, prior, fit)
+
+
+def _at_prior(p: float, prior: float, fit: dict[str, Any]) -> float:
+    """``p`` (at the fit's base rate) at base rate ``prior``: Bayes' rule on the odds."""
     if not 0.0 < prior < 1.0:
         raise ValueError(f"prior must be between 0 and 1, got {prior!r}")
     if p <= 0.0 or p >= 1.0:
@@ -107,3 +116,31 @@ def verdict_confidence(
     """
     p = relevant_probability(signal, prior=prior, fit=fit)
     return p if passed else 1.0 - p
+
+
+def moved_to_prior(
+    confidence: float, passed: bool, prior: float, *, fit: dict[str, Any] | None = None
+) -> float:
+    """A :func:`verdict_confidence` given at the fit's base rate, moved to ``prior``: the
+    same as ``verdict_confidence(signal, passed, prior=prior)`` for the signal it came
+    from, without that signal.
+
+    Parameters
+    ----------
+    confidence
+        The verdict's confidence as the shipped map gave it (WikiQA's base rate).
+    passed
+        Whether the verdict passed the row.
+    prior
+        The share of relevant pairs expected in the data at hand, in (0, 1).
+    fit
+        A loaded ``confidence.json`` (default: the shipped one).
+
+    Examples
+    --------
+    >>> c = verdict_confidence(0.6, passed=True)
+    >>> round(moved_to_prior(c, True, 0.3), 6) == round(verdict_confidence(0.6, True, prior=0.3), 6)
+    True
+    """
+    moved = _at_prior(confidence if passed else 1.0 - confidence, prior, fit or load_confidence())
+    return moved if passed else 1.0 - moved
