@@ -20,6 +20,7 @@ from framekit.engine.executor import Outcome
 from framekit.engine.sampling import vote
 from framekit.evaluators import ResponseRelevance, RetrievalRelevance
 from framekit.judges.litellm.call import takes_logprobs
+from framekit.judges.local.confidence import verdict_confidence
 from framekit.judges.request import ChatRequest
 from framekit.testing import JudgeSimulator, SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, batch_judge, sim_judge
@@ -156,18 +157,21 @@ def test_expected_scoring_without_probabilities_keeps_the_label_score_and_says_h
     assert "2 rows scored by label for want of probabilities" in stats.summary()
 
 
-def test_offline_judge_confidence_is_its_calibrated_probability(tmp_path):
+def offline_pair() -> pl.DataFrame:
+    """A relevant and an irrelevant retrieval for the offline judge (skips without it)."""
     embedder = pytest.importorskip("framekit.judges.local.embedder")
     if not embedder.local_model_available():
         pytest.skip("offline model not installed")
-    from framekit.judges.local.confidence import verdict_confidence
-
-    df = pl.DataFrame(
+    return pl.DataFrame(
         {
             "question": ["What is the capital of France?"] * 2,
             "docs": [["Paris is the capital of France."], ["Bananas grow in the tropics."]],
         }
     )
+
+
+def test_offline_judge_confidence_is_its_calibrated_probability(tmp_path):
+    df = offline_pair()
     out, stats = scored(df, "local", tmp_path)
     for row in out.iter_rows(named=True):
         cosine = float(re.search(r"cosine (-?\d\.\d+)", row["retrieval_relevance_explanation"])[1])
@@ -186,17 +190,7 @@ def test_offline_judge_confidence_is_its_calibrated_probability(tmp_path):
 
 
 def test_the_offline_confidence_moves_to_the_relevant_share_the_user_expects(tmp_path):
-    embedder = pytest.importorskip("framekit.judges.local.embedder")
-    if not embedder.local_model_available():
-        pytest.skip("offline model not installed")
-    from framekit.judges.local.confidence import verdict_confidence
-
-    df = pl.DataFrame(
-        {
-            "question": ["What is the capital of France?"] * 2,
-            "docs": [["Paris is the capital of France."], ["Bananas grow in the tropics."]],
-        }
-    )
+    df = offline_pair()
     wikiqa, _ = scored(df, "local", tmp_path)
     shared, stats = scored(df, fk.LocalJudge(relevant_share=0.5), tmp_path)
     for row in shared.iter_rows(named=True):
