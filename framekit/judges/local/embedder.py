@@ -310,8 +310,7 @@ class LocalEmbedder:
         if len(texts) == 0:  # not `not texts`: a numpy array of strings has no truth value
             return out
         with self._lock:
-            # The fast variant skips character offsets, which pooling never reads.
-            ids = [enc.ids for enc in self._tokenizer.encode_batch_fast(list(texts))]
+            ids = self.token_ids(texts)
             lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))
             batches = length_batches(lengths, self.batch_tokens, _MAX_BATCH)
 
@@ -326,6 +325,19 @@ class LocalEmbedder:
                 for _ in self._workers().map(run, reversed(batches)):
                     pass  # map re-raises a worker's exception here
         return out
+
+    def token_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """The model's token ids of each text, truncated to 256 tokens: what :meth:`embed`
+        feeds the model (a profile of the model, a length histogram).
+
+        Examples
+        --------
+        >>> from framekit.judges.local.embedder import LocalEmbedder
+        >>> LocalEmbedder.default().token_ids(["a cat"])  # doctest: +SKIP
+        [[101, 1037, 4937, 102]]
+        """
+        # The fast variant skips character offsets, which pooling never reads.
+        return [enc.ids for enc in self._tokenizer.encode_batch_fast(list(texts))]
 
     def _workers(self) -> ThreadPoolExecutor:
         if self._pool is None:
