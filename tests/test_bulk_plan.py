@@ -76,7 +76,7 @@ def test_grouping_by_polars_gives_the_records_weights_and_rows_of_the_python_pat
 
 
 def test_batch_lines_are_the_bytes_the_standard_library_wrote() -> None:
-    from framekit.judges.http import dump_json, load_json
+    from framekit.judges.request import dump_json, load_json
 
     line = {
         "custom_id": "0" * 64,

@@ -160,7 +160,7 @@ def test_a_transport_holds_the_judges_values_not_the_judge_and_without_key_holds
 def test_every_body_is_the_one_built_field_by_field_whatever_the_mode_and_evaluator():
     # The body's fields other than the messages are built once per evaluator and mode;
     # each request's body must still be, byte for byte, the one built from scratch.
-    from framekit.judges.http import dump_json
+    from framekit.judges.request import dump_json
 
     judge = fk.Judge("openai/sim-judge", api_base="http://127.0.0.1:9/v1", api_key=API_KEY,
                      temperature=0.3, seed=5, extra_body={"top_k": 3})  # fmt: skip

@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import aiohttp
-import orjson
 
 from framekit import _secrets
 from framekit._aio import bounded
@@ -40,7 +39,7 @@ from framekit.judges.faults import (
 from framekit.judges.logprobs import logprobs_content
 from framekit.judges.pricing import Price, price_per_token
 from framekit.judges.providers import PROVIDERS, Provider, first_set, openai_speaker
-from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
+from framekit.judges.request import ChatRequest, Mode, build_call_kwargs, dump_json, load_json
 from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, TransportName, keep_headers
 
 # The OpenAI SDK's names for each status, so a row's error reads the same on both
@@ -253,48 +252,6 @@ class HttpTransport:
         async with session.post(self.url, data=data) as response:
             payload = await response.read()
             return response.status, keep_headers(response.headers), payload
-
-
-def dump_json(value: Any) -> bytes:
-    """``value`` as compact JSON bytes, the ones
-    ``json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()`` gives, made
-    by orjson (twenty times faster on a judge request: request bodies and batch lines
-    both go through here). What orjson refuses (an integer past 64 bits, a non-string
-    dict key) is written by the standard library, and a lone surrogate, which UTF-8
-    cannot hold, as an ASCII escape.
-
-    Examples
-    --------
-    >>> dump_json({"text": "café", "n": 2**70}).decode()
-    '{"text":"café","n":1180591620717411303424}'
-    >>> dump_json({"text": "\\ud800"})  # a lone surrogate
-    b'{"text":"\\\\ud800"}'
-    """
-    try:
-        return orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError included
-        pass
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":")).encode()
-
-
-def load_json(payload: bytes | str) -> Any:
-    """JSON read by orjson (a reply with logprobs is a few KB, read once per answer),
-    else by the standard library, which also takes what orjson refuses (``NaN``, an
-    integer past 64 bits, an escaped lone surrogate), so the value is the one
-    ``json.loads`` gives. Raises ``ValueError`` for a payload that is not JSON.
-
-    Examples
-    --------
-    >>> load_json(b'{"label": "relevant", "x": NaN}')["label"]
-    'relevant'
-    """
-    try:
-        return orjson.loads(payload)
-    except ValueError:  # orjson.JSONDecodeError included
-        return json.loads(payload)
 
 
 def read_completion(data: Any, headers: dict[str, str] | None = None) -> RawReply | None:

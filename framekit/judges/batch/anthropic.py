@@ -12,7 +12,7 @@ import aiohttp
 from framekit._errors import one_line
 from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
 from framekit.judges.faults import Fault
-from framekit.judges.http import dump_json, load_json
+from framekit.judges.request import dump_json, load_json
 from framekit.judges.transport import RawReply
 
 VERSION = "2023-06-01"

@@ -27,7 +27,8 @@ import aiohttp
 from framekit._errors import FaultRaised
 from framekit._urls import join_path
 from framekit.judges.faults import Fault
-from framekit.judges.http import dump_json, exception_fault, status_fault
+from framekit.judges.http import exception_fault, status_fault
+from framekit.judges.request import dump_json
 from framekit.judges.transport import RawReply, keep_headers
 
 #: ``(custom_id, messages) -> spool line``: see :meth:`BatchClient.line_encoder`.

@@ -18,7 +18,8 @@ from framekit.judges.batch.base import (
     template_encoder,
 )
 from framekit.judges.faults import Fault
-from framekit.judges.http import dump_json, load_json, read_completion
+from framekit.judges.http import read_completion
+from framekit.judges.request import dump_json, load_json
 from framekit.judges.transport import LOGPROBS_REQUEST
 
 CHAT_URL = "/v1/chat/completions"
