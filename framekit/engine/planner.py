@@ -146,8 +146,9 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # Per share (by id), the label scores of answers read in bulk ({}: none are),
         # and whether a label's probability leaves its score as it is (scoring="label").
         self._plain: dict[int, tuple[dict[str, float], bool]] = {}
-        # Per share (by id), how its requests are built when sent (see _sender).
-        self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest] | None] = {}
+        # Per share (by id) planned from its renderer: how its requests are built when
+        # sent, from the text its keys were hashed from (see _plan_rendered).
+        self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest]] = {}
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
@@ -191,9 +192,10 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         (:meth:`RubricEvaluator.prompt_renderer
         <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`): each record's user
         message is rendered and hashed straight into its key, without a request object.
-        The keys are :func:`chat_key`'s (the same byte stream). ``False`` (nothing
-        planned) for any other evaluator, or when the first record's request is not
-        what the renderer assumes."""
+        The keys are :func:`chat_key`'s (the same byte stream), and the share's requests
+        are then sent as built from the same renderer (:func:`_sender`: half the cost of
+        ``build_request``). ``False`` (nothing planned) for any other evaluator, or when
+        the first record's request is not what the renderer assumes."""
         renderer = getattr(share.evaluator, "prompt_renderer", None)
         render = renderer() if renderer is not None else None
         if render is None or not pending:
@@ -218,6 +220,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # build_request's; only the keys come from here).
         if key_of(render(first.fields)) != chat_key(prefix, request):
             return False
+        self._senders[id(share)] = _sender(request, render)
         ident = (id(judge), id(request.schema), request.schema_name,
                  request.label_field, request.choices)  # fmt: skip
         pair = pairs.get(ident)
@@ -275,12 +278,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         ready(share.evaluator, record)
         fields = record.fields
         assert fields is not None, "a waiting record is never settled"
-        sender = self._senders.get(id(share), _UNSET)
-        if sender is _UNSET:
-            sender = self._senders[id(share)] = _sender(share, fields)
-        if sender is None:
-            return share.evaluator.build_request(fields)
-        return sender(fields)  # type: ignore[operator]
+        sender = self._senders.get(id(share))
+        return sender(fields) if sender is not None else share.evaluator.build_request(fields)
 
     def requests(self, keys: Sequence[str]) -> Iterable[tuple[str, ChatRequest]]:
         """``(key, request)`` for ``keys``, each rendered as it is taken; iterable again
@@ -374,37 +373,16 @@ class _Rendered:
         return ((key, self.plan.shape(key)) for key in self.keys)
 
 
-_UNSET = object()
-
-
 def _sender(
-    share: Prepared, fields: Mapping[str, Any]
-) -> Callable[[Mapping[str, Any]], ChatRequest] | None:
-    """A function building ``share``'s requests as ``build_request`` builds them, from the
-    evaluator's plain renderer (:meth:`RubricEvaluator.prompt_renderer
-    <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`: the user message, every
-    other part of the request being the same for each record) at half the cost; ``None``
-    when the evaluator has none, or its first request (``fields``) is not what the
-    renderer assumes. The keys of such a share are hashed from the same renderer's text
-    (:meth:`ChatPlan._plan_rendered`), so what is sent is what was hashed."""
-    renderer = getattr(share.evaluator, "prompt_renderer", None)
-    render = renderer() if renderer is not None else None
-    if render is None:
-        return None
-    try:
-        first = share.evaluator.build_request(fields)
-        user = render(fields)
-    except RecordError:
-        return None
-    if not first.messages or first.messages[-1] != {"role": "user", "content": user}:
-        return None
-    before, extra = first.messages[:-1], first.extra
-    name, schema, label_field, choices = (
-        first.schema_name,
-        first.schema,
-        first.label_field,
-        first.choices,
-    )
+    template: ChatRequest, render: Callable[[Mapping[str, Any]], str]
+) -> Callable[[Mapping[str, Any]], ChatRequest]:
+    """A function building a share's requests as ``build_request`` builds them: the
+    ``template`` request's other messages, schema and extras, and the user message
+    ``render`` gives (checked by :meth:`ChatPlan._plan_rendered` on the first record,
+    through the key both hash to)."""
+    before, extra = template.messages[:-1], template.extra
+    name, schema = template.schema_name, template.schema
+    label_field, choices = template.label_field, template.choices
 
     def build(fields: Mapping[str, Any]) -> ChatRequest:
         messages = [dict(message) for message in before]
