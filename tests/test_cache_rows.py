@@ -105,3 +105,17 @@ def test_stores_that_set_evicts_by_size_in_are_written_by_set(tmp_path: Path) ->
     assert not writes_plainly(lru)
     plain = Cache(tmp_path / "plain")
     assert plain._store is not None and writes_plainly(plain._store)
+
+
+def test_a_key_that_is_not_text_is_refused_and_nothing_is_written(tmp_path: Path) -> None:
+    import pytest
+
+    from framekit.engine.cache_rows import RowWriter
+
+    store = diskcache.Cache(str(tmp_path))
+    writer = RowWriter(tmp_path, store.disk, store.cull_limit)
+    with pytest.raises(TypeError, match="cache keys are text or numbers, got tuple"):
+        writer.write([("chat:a", BIG), (("a", 1), "x")])  # type: ignore[list-item]
+    writer.close()
+    assert len(store) == 0 and _value_files(tmp_path) == []  # the big value's file removed
+    store.close()

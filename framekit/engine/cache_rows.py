@@ -93,7 +93,9 @@ class RowWriter:
         return self._con
 
     def write(self, items: Iterable[tuple[str, Any]]) -> int:
-        """Write ``items`` in one transaction (a key given twice keeps its last value);
+        """Write ``items`` in one transaction (a key given twice keeps its last value;
+        keys are text, bytes or numbers, which diskcache stores as they are, and every key
+        of framekit's is text: ``TypeError`` for another kind);
         returns how many were given. Raises what sqlite raises (nothing is written then,
         and the value files this call made are removed)."""
         latest: dict[str, Any] = {}
@@ -110,6 +112,8 @@ class RowWriter:
         try:
             for key, value in latest.items():
                 db_key, raw = disk.put(key)
+                if not raw:  # framekit's keys are text; diskcache pickles other kinds
+                    raise TypeError(f"cache keys are text or numbers, got {type(key).__name__}")
                 size, mode, filename, db_value = disk.store(value, False, key=key)
                 if filename is not None:
                     made.append(filename)
@@ -132,10 +136,10 @@ class RowWriter:
         con = self._connection()
         con.execute("BEGIN IMMEDIATE")
         try:
-            present = self._present(con, [row[0] for row in encoded if row[1]])
+            present = self._present(con, [row[0] for row in encoded])
             inserts, updates, removed = [], [], []
             for db_key, raw, size, mode, filename, db_value in encoded:
-                found = present.get(db_key) if raw else self._present_one(con, db_key, raw)
+                found = present.get(db_key)
                 if found is None:
                     inserts.append((db_key, raw, now, now, size, mode, filename, db_value))
                 else:
@@ -166,15 +170,6 @@ class RowWriter:
             for key, rowid, filename in con.execute(query, chunk):
                 found[key] = (rowid, filename)
         return found
-
-    @staticmethod
-    def _present_one(
-        con: sqlite3.Connection, db_key: Any, raw: Any
-    ) -> tuple[int, str | None] | None:
-        rows = con.execute(
-            "SELECT rowid, filename FROM Cache WHERE key = ? AND raw = ?", (db_key, raw)
-        ).fetchall()
-        return (rows[0][0], rows[0][1]) if rows else None
 
     def _evict_expired(self, con: sqlite3.Connection, now: float, written: int) -> list[str]:
         """Delete the expired rows ``written`` calls of ``set()`` would have deleted at
