@@ -52,8 +52,9 @@ def judge_of(args: argparse.Namespace) -> Any:
         given = [f"--{k}" for k, v in _limits(args).items() if v is not None]
         if given:
             print(f"framekit: {', '.join(given)} ignored by the local judge", file=sys.stderr)
-        local = _local_judge(args)
-        return local if model or local != "local" else None
+        if model is None and not _offline_flags(args):
+            return None  # the default judge, resolved as for any caller
+        return _local_judge(args)
     offline = _offline_flags(args)
     if offline:
         print(f"framekit: {', '.join(offline)} ignored by the model judge {model}", file=sys.stderr)

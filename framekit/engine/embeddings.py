@@ -32,6 +32,7 @@ from framekit.evaluators.base import Verdict
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
+from framekit.judges.local.confidence import moved_to_prior
 
 
 class EmbeddingBackend(Protocol):
@@ -224,8 +225,6 @@ def at_relevant_share(share: Prepared, verdict: Verdict) -> Verdict:
         return verdict
     if verdict.confidence is None:
         return verdict
-    from framekit.judges.local.confidence import moved_to_prior
-
     ev = share.evaluator
     passed = bool(passes(verdict.value, ev.threshold, ev.direction))  # as the map read it
     moved = moved_to_prior(verdict.confidence, passed, judge.relevant_share)

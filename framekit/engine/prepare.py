@@ -271,14 +271,15 @@ async def prepare(
             records, inverse, distinct = _distinct(fields.columns, names, frame.height, row_errors)
         judge = judge_for(ev.judge, ev.judge_options)
         await fit_to_context(records, judge, most_text(fields.columns, names))
+        share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
-            given = _as_given(ev, judge, distinct, len(records))
+            given = _as_given(share)
             for record, deferred in zip(records, given or [False] * len(records)):
                 if deferred and record.note is None:  # (a record cut to fit is prepared)
                     record.raw = True
                 else:
                     _prepare_record(ev, record)
-        prepared.append(Prepared(ev, judge, records, inverse, distinct))
+        prepared.append(share)
     return prepared
 
 
@@ -309,18 +310,17 @@ async def prepare_one(
     return Prepared(evaluator, judge, [record], [0])
 
 
-def _as_given(
-    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame | None, count: int
-) -> list[bool] | None:
+def _as_given(share: Prepared) -> list[bool] | None:
     """Which records may wait to be prepared until their answer is not in the cache: those
     the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
     <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
     judge whose answers the planner reads in bulk. Preparing was a quarter of a fully
     cached re-run's time."""
-    vouch = getattr(ev, "prepared_as_given", None)
+    vouch = getattr(share.evaluator, "prepared_as_given", None)
+    distinct, count = share.distinct, len(share.records)
     if vouch is None or distinct is None or distinct.height != count or not count:
         return None
-    if not isinstance(judge, Judge) or type(ev).embedding_texts is not Evaluator.embedding_texts:
+    if not isinstance(share.judge, Judge) or share.embeds_answers:
         return None
     given: list[bool] | None = vouch(distinct)
     return given
