@@ -149,8 +149,9 @@ def _cached_run(df: pl.DataFrame, judge: fk.Judge, keys: list[str], cache_dir: P
         )
         assert out["retrieval_relevance_score"].null_count() == 0, "a row was not cached"
 
-    # Alternating, best of 5 each: within one run the bare loop's own time moved by a
-    # third between rounds (its sqlite pages), so both sides get the same quiet moments.
+    # Alternating, best of 5 each, so that both sides meet the same quiet and busy
+    # moments: run one after the other, the bare loop's best of 3 was 84k rows/s in one
+    # section and 62k in the next of the same run.
     bare_times, fk_times = [], []
     for _ in range(5):
         bare_times.append(_timed(bare))
