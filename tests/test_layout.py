@@ -162,7 +162,6 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
         "framekit.evaluators.registry",
         "framekit.judges.credentials",
         "framekit.judges.endpoint",
-        "framekit.judges.http",
         "framekit.judges.judge",
         "framekit.judges.providers",
         "framekit.judges.request",
