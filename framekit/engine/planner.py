@@ -310,21 +310,13 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         answered = rows = 0
         for key, entry in hits.items():
             waiting = waiting_of.get(key)
-            reading = _plain_reading(entry) if waiting is not None else None
-            if reading is not None and waiting is not None:
-                label, explanation, confidence = reading
-                for share, _ in waiting:  # usually one
-                    scores, by_label = plain[id(share)]
-                    if label not in scores or (confidence is not None and not by_label):
-                        reading = None
-                        break
-            if reading is None:
+            if waiting is None or (reading := _plain_reading(entry, waiting, plain)) is None:
                 cached = Outcome.from_entry(entry)
                 if cached is not None:
                     answered += 1
                     self.receive(key, cached)
                 continue
-            assert waiting is not None  # a reading is taken only for a waiting key
+            label, explanation, confidence = reading
             tokens, cost = entry.get("tokens", 0), entry.get("cost_usd")
             for share, record in waiting:
                 record.tokens, record.cost_usd = tokens, cost
@@ -413,11 +405,15 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
         yield from zip(part, prompts if prompts is not None else [None] * len(part))
 
 
-def _plain_reading(entry: Any) -> tuple[str, str | None, float | None] | None:
+def _plain_reading(
+    entry: Any, waiting: list[Waiting], plain: Mapping[int, tuple[dict[str, float], bool]]
+) -> tuple[str, str | None, float | None] | None:
     """``(label, explanation, confidence)`` of a cached answer, as a plain rubric's
-    verdict and :func:`~framekit.engine.prepare.weigh` read it (the confidence is the
-    label's probability, ``None`` without one); ``None`` for anything else (no string
-    label, probabilities of another shape), which takes the general path."""
+    verdict and :func:`~framekit.engine.prepare.weigh` read it for every share in
+    ``waiting`` (the confidence is the label's probability, ``None`` without one);
+    ``None`` for anything else (no string label, probabilities of another shape, a label
+    one share does not score, a probability a share scoring by expectation would weigh),
+    which takes the general path."""
     answer = entry.get("answer") if type(entry) is dict else None
     if type(answer) is not dict:
         return None
@@ -433,6 +429,10 @@ def _plain_reading(entry: Any) -> tuple[str, str | None, float | None] | None:
             confidence = probabilities[label]
             if type(confidence) is not float:
                 return None
+    for share, _ in waiting:  # usually one
+        scores, by_label = plain[id(share)]
+        if label not in scores or (confidence is not None and not by_label):
+            return None
     explanation = answer.get("explanation")
     if explanation is not None and type(explanation) is not str:
         explanation = answer_text(explanation)
