@@ -19,6 +19,7 @@ import pytest
 
 import framekit as fk
 from framekit.engine import prepare as prepare_module
+from framekit.engine.cache import Cache
 from framekit.engine.prepare import Prepared
 from framekit.evaluators import ClassificationEvaluator, ContextRelevance, RetrievalRelevance
 from tests.helpers import sim_judge
@@ -94,6 +95,11 @@ def _bodies(sim) -> list[str]:
     return sorted(repr(body["messages"]) for body in sim.requests)
 
 
+def _keys(path) -> set[str]:
+    with diskcache.Cache(str(path)) as store:
+        return {k for k in store.iterkeys() if str(k).startswith("chat:")}
+
+
 def _record(stats: fk.RunStats) -> tuple:
     return (stats.unique_requests, stats.cache_hits, stats.failures, stats.confidence)
 
@@ -140,8 +146,22 @@ def test_a_cached_rerun_read_as_columns_gives_the_record_paths_frame(
     assert set(rr["retrieval_relevance_judge"].drop_nulls()) == {judge.model}
 
 
+def _counting_lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many keys each Cache.lookup call was given."""
+    counts: list[int] = []
+    original = Cache.lookup
+
+    def counted(self: Cache, keys):
+        keys = list(keys)
+        counts.append(len(keys))
+        return original(self, keys)
+
+    monkeypatch.setattr(Cache, "lookup", counted)
+    return counts
+
+
 def test_a_partly_cached_run_builds_records_for_its_misses_only(
-    judge_simulator, tmp_path, by_records, built
+    judge_simulator, tmp_path, by_records, built, monkeypatch
 ):
     judge = sim_judge(judge_simulator)
     ev = [RetrievalRelevance()]
@@ -153,8 +173,12 @@ def test_a_partly_cached_run_builds_records_for_its_misses_only(
     shutil.copytree(tmp_path / "cache", tmp_path / "copy")
     built.clear()
     both = pl.concat([df, df.tail(12)])  # 30 distinct rows, 10 of them new
+    looked_up = _counting_lookups(monkeypatch)
     out = _run(both, judge, tmp_path / "cache", ev)
     assert built == [10] and judge_simulator.stats()["chat"] == 10
+    # Every key once before the plan, none again by the plan, and the 10 misses by the
+    # executor just before sending (another process may have answered them meanwhile).
+    assert looked_up == [30, 0, 10]
     stats = _record(fk.last_run())
     assert stats[:2] == (30, 20)
     by_records()
@@ -165,6 +189,12 @@ def test_a_partly_cached_run_builds_records_for_its_misses_only(
         .equals(out.drop("retrieval_relevance_latency_s"))
     )
     assert _record(fk.last_run()) == stats
+    # The misses were sent and saved under the keys the record path gives them (keyed
+    # once, when the cache was first asked).
+    assert (
+        _keys(tmp_path / "cache") == _keys(tmp_path / "copy")
+        and len(_keys(tmp_path / "copy")) == 30
+    )
     # Row order: the repeated block reads what its first copy got.
     labels = out["retrieval_relevance_label"]
     assert labels.slice(30, 12).equals(labels.slice(18, 12))

@@ -54,6 +54,7 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
     cost: list[float | None] = [None] * count
     rows = confident = 0
     unread: list[int] = []
+    missed: list[str | None] = []  # per unread row, its key if the cache has no entry
     for begin in range(0, count, RENDER_SLICE):
         prompts: list[str | None] | None = column(distinct.slice(begin, RENDER_SLICE))
         if begin == 0 and (prompts is None or prompts[0] != first_prompt):
@@ -61,6 +62,7 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             return
         if prompts is None:
             unread.extend(range(begin, min(begin + RENDER_SLICE, count)))
+            missed.extend([None] * (len(unread) - len(missed)))
             continue
         keys: list[str | None] = []
         for user in prompts:
@@ -77,6 +79,7 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             answer = plain_reading(entry) if entry is not None else None
             if answer is None or not reads(scores, by_label, answer):
                 unread.append(i)
+                missed.append(key if entry is None else None)  # (an entry: read otherwise)
                 continue
             assert key is not None
             label[i], explanation[i], confidence[i] = answer
@@ -94,6 +97,8 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             value, label, explanation, confidence, tokens, cost, rows, confident
         )
     share.build_records(unread)
+    for record, key in zip(share.records, missed):
+        record.missed_key = key
 
 
 def _reading(

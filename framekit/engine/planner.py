@@ -87,6 +87,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # Per share (by id) planned from its renderer: how its requests are built when
         # sent, from the text its keys were hashed from (see _plan_rendered).
         self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest]] = {}
+        #: Keys the cache was asked for before the plan, and had no answer under.
+        self.missed: set[str] = set()
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
@@ -159,10 +161,21 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         waiting_of, asked = self._waiting, self._asked
         start, tail = keys.start, keys.tail
         checked = trusted = False
+        missed = self.missed
         for record, user in _bulk_prompts(share):
             fields = record.fields
             if fields is None:
                 continue  # settled while prepared
+            key = record.missed_key
+            if key is not None:  # keyed when the cache was asked, from the same text
+                missed.add(key)
+                waiting = waiting_of.get(key)
+                if waiting is None:
+                    waiting_of[key] = [(share, record)]
+                    asked[key] = pair
+                else:
+                    waiting.append((share, record))
+                continue
             if record.note is not None:
                 user = None  # cut to fit the window: not the frame's text any more
             if user is not None and not checked:  # polars's text is the renderer's
@@ -330,7 +343,8 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
     to be rendered from the record."""
     records, distinct = share.records, share.distinct
     column = getattr(share.evaluator, "prompt_column", None)
-    if column is None or distinct is None or distinct.height != len(records):
+    keyed = bool(records) and all(r.missed_key is not None for r in records)
+    if column is None or distinct is None or distinct.height != len(records) or keyed:
         yield from ((record, None) for record in records)
         return
     for begin in range(0, len(records), RENDER_SLICE):
@@ -404,7 +418,9 @@ async def _run_judges(
         again = sum(1 for key in plan if key in read) if read else 0
         stats.unique_requests += len(plan) + len(read) - again
         stats.cache_hits += len(read) - again
-        for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
+        missed = plan.missed  # (asked already: no answer there)
+        keys = [key for key in plan if key not in missed] if missed else list(plan)
+        for hits in cache.lookup(keys):  # each chunk's answers, let go as used
             stats.cache_hits += plan.receive_cached(hits)
         for share in prepared:
             prepare_waiting(share)  # the misses, looked up before they were prepared

@@ -100,6 +100,10 @@ class Record:
     #: <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), so its answer may
     #: be looked up first; :func:`ready` prepares it before anything else reads it.
     raw: bool = False
+    #: Its request's cache key, where it was looked up before the plan and not found
+    #: (:mod:`framekit.engine.cached_columns`): the plan keys it so and does not ask the
+    #: cache again.
+    missed_key: str | None = None
 
     def settle(self, verdict: Verdict) -> None:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
