@@ -43,7 +43,6 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
         share.build_records()
         return
     keyed, first_prompt, scores, by_label = reading
-    start, tail = keyed.start, keyed.tail
     column = share.evaluator.prompt_column  # type: ignore[attr-defined]
     count = distinct.height
     value: list[float | None] = [None] * count
@@ -64,14 +63,8 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             unread.extend(range(begin, min(begin + RENDER_SLICE, count)))
             missed.extend([None] * (len(unread) - len(missed)))
             continue
-        keys: list[str | None] = []
-        for user in prompts:
-            if user is None:
-                keys.append(None)  # to be rendered from its prepared record
-                continue
-            h = start.copy()
-            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-            keys.append("chat:" + h.hexdigest())  # keyed(user), inlined: the loop's cost
+        # (None: rendered from its prepared record, by the plan)
+        keys = [keyed(user) if user is not None else None for user in prompts]
         hits = cache.get_many([key for key in keys if key is not None])
         answered_rows = 0
         for i, key in enumerate(keys, begin):

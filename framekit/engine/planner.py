@@ -166,30 +166,24 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             fields = record.fields
             if fields is None:
                 continue  # settled while prepared
-            key = record.missed_key
-            if key is not None:  # keyed when the cache was asked, from the same text
+            key = record.missed_key  # keyed when the cache was asked, from the same text
+            if key is not None:
                 missed.add(key)
-                waiting = waiting_of.get(key)
-                if waiting is None:
-                    waiting_of[key] = [(share, record)]
-                    asked[key] = pair
-                else:
-                    waiting.append((share, record))
-                continue
-            if record.note is not None:
-                user = None  # cut to fit the window: not the frame's text any more
-            if user is not None and not checked:  # polars's text is the renderer's
-                checked = True
-                trusted = user == render(fields)
-            if user is None or not trusted:
-                try:
-                    user = render(fields)
-                except RecordError as exc:
-                    record.fail(str(exc))
-                    continue
-            h = start.copy()
-            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-            key = "chat:" + h.hexdigest()  # keys(user), inlined: this loop is the plan's cost
+            else:
+                if record.note is not None:
+                    user = None  # cut to fit the window: not the frame's text any more
+                if user is not None and not checked:  # polars's text is the renderer's
+                    checked = True
+                    trusted = user == render(fields)
+                if user is None or not trusted:
+                    try:
+                        user = render(fields)
+                    except RecordError as exc:
+                        record.fail(str(exc))
+                        continue
+                h = start.copy()
+                h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
+                key = "chat:" + h.hexdigest()  # keys(user), inlined: the plan's cost
             waiting = waiting_of.get(key)
             if waiting is None:
                 waiting_of[key] = [(share, record)]

@@ -267,9 +267,9 @@ class Prepared:
         labels): nothing is reported that the judge did not give."""
         scored = [r for r in self.records if r.value is not None]
         confident = sum(r.weight for r in scored if r.confidence is not None)
-        by_answers = self.answered.rows if self.answered is not None else 0
-        if self.answered is not None:
-            confident += self.answered.confident_rows
+        answered = self.answered
+        by_answers = answered.rows if answered is not None else 0
+        confident += answered.confident_rows if answered is not None else 0
         entry: dict[str, Any] = {
             "method": self.confidence_method() if confident else None,
             "scored_rows": sum(r.weight for r in scored) + by_answers,
