@@ -59,7 +59,9 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
     take = pl.Series("idx", share.inverse, dtype=pl.UInt32)
 
     def col(kind: str, values: list[Any]) -> pl.Series:
+        """One column from each record's value (and the answers read as columns)."""
         dtype = RESULT_COLUMNS.get(kind) or DETAIL_COLUMNS.get(kind) or FINDINGS_COLUMNS[kind]
+        values = share.spread(kind, values)
         return pl.Series(f"{ev.name}_{kind}", values, dtype=dtype, strict=False).gather(take)
 
     score = col("score", [r.value for r in records])

@@ -13,7 +13,7 @@ import json
 
 import polars as pl
 
-from framekit.engine.planner import chat_key
+from framekit.engine.keys import chat_key
 from framekit.engine.prepare import distinct_records
 from framekit.judges.request import ChatRequest
 

@@ -37,6 +37,16 @@ LOOK_ALIKES = [
     "[1] a citation bracket",
 ]
 
+#: What the simulator is told to answer: a label, a confidence, both, no explanation,
+#: and a label outside every rubric (the row's error, after re-asking).
+SIM_MARKS = [
+    "@sim(label=irrelevant)",
+    "@sim(confidence=0.7)",
+    "@sim(label=relevant, confidence=0.55)",
+    "@sim(omit=explanation)",
+    "@sim(label=bogus)",
+]
+
 
 def varied_frame() -> pl.DataFrame:
     """Rows that take every branch: duplicates, markers for labels, confidences (label
@@ -50,13 +60,7 @@ def varied_frame() -> pl.DataFrame:
         questions.append(f"What is item {i}?")
         docs.append([f"Item {i} is a thing.", "Unrelated."])
         answers.append(f"Item {i} is a thing.")
-    marks = [
-        "@sim(label=irrelevant)",
-        "@sim(confidence=0.7)",
-        "@sim(label=relevant, confidence=0.55)",
-        "@sim(omit=explanation)",
-        "@sim(label=bogus)",
-    ]
+    marks = SIM_MARKS
     for i, mark in enumerate(marks):
         questions.append(f"Marked question {i} {mark}")
         docs.append([f"Marked doc {i}."])

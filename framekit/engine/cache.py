@@ -378,6 +378,15 @@ def _plain_reads(store: diskcache.Cache) -> bool:
     return not store.statistics and policy["get"] is None and type(store.disk) is diskcache.Disk
 
 
+#: How much of the database file the table reader maps into memory (sqlite's
+#: ``mmap_size``), so that reading a page is no system call: the file of a million cached
+#: answers is ~330 MB, and mapping all of it made a chunked lookup ~2 µs a key (a quarter)
+#: cheaper there; diskcache's own 64 MB mapping gained nothing. The pages are the
+#: operating system's file cache (shared, dropped under memory pressure), though the
+#: process's RSS counts those it has read.
+READ_MAP_BYTES = 1 << 30
+
+
 class _Table:
     """diskcache's ``Cache`` table read with sqlite3 (never written), one query per chunk
     of keys, each value decoded by the store's :class:`diskcache.Disk` as
@@ -396,6 +405,7 @@ class _Table:
         if self._con is None:
             con = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
             try:
+                con.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}").fetchall()
                 con.execute("SELECT rowid FROM Cache LIMIT 1").fetchall()
             except sqlite3.Error:
                 con.close()

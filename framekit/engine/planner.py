@@ -2,7 +2,10 @@
 
 :func:`run` is the heart of every run. Its input is one :class:`~framekit.engine.prepare.Prepared`
 per evaluator (the frame layer has already collapsed duplicate rows); identical requests
-across evaluators are sent once, and answers come from the cache when they can.
+across evaluators are sent once, and answers come from the cache when they can. A share
+whose records wait unbuilt is first read from the cache as columns
+(:mod:`framekit.engine.cached_columns`); only the rows it leaves become records here.
+Requests are keyed by :mod:`framekit.engine.keys`.
 
 A :class:`ChatPlan` holds a run's distinct chat requests by cache key and, for each, the
 records waiting for its answer. It hands each judge's misses to an executor
@@ -18,8 +21,6 @@ executor never writes into the plan; a cached outcome is made in one place,
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,9 +28,17 @@ from typing import Any
 from framekit._errors import RecordError
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache
+from framekit.engine.cached_columns import (
+    RENDER_SLICE,
+    plain_reading,
+    plain_scores,
+    read_cached,
+    reads,
+)
 from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import (
@@ -41,83 +50,12 @@ from framekit.engine.prepare import (
     ready,
 )
 from framekit.engine.stats import RunStats
-from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
-from framekit.judges.request import ChatRequest, answer_text
+from framekit.judges.request import ChatRequest
 
 #: The limiter a judge's calls are paced by (``None``: a limiter of its own limits).
 LimiterFor = Callable[[Judge], "Limiter | None"]
-
-
-def _chat_prefix(evaluator: Evaluator, judge: Judge) -> bytes:
-    ident = {"judge": judge.cache_identity(), "template": evaluator.cache_namespace()}
-    return json.dumps(ident, sort_keys=True).encode()
-
-
-# One encoder for every key: json.dumps(..., default=...) builds a new encoder per call.
-_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, separators=(",", ":"))
-
-
-def chat_key(prefix: bytes, request: ChatRequest) -> str:
-    """sha256 over judge identity, template version, messages and answer schema.
-
-    Plain ``{"role", "content"}`` messages are fed to the hash as separated raw text rather
-    than JSON: escaping every prompt as JSON was the largest cost of a fully cached re-run.
-    The separators are control bytes that the prompt layer strips from data, so two
-    different message lists cannot hash the same way.
-    """
-    messages = request.messages
-    first = messages[0] if messages else None
-    if first is not None and _plain(first) and isinstance(first["role"], str):
-        # The first message is the evaluator's system prompt, the same for every request:
-        # the hash of the prefix and of it is taken once and copied.
-        memo = (prefix, first["role"], first["content"])
-        start = _STARTS.get(memo)
-        if start is None:
-            if len(_STARTS) > 256:
-                _STARTS.clear()
-            start = _STARTS[memo] = _hash_messages(hashlib.sha256(prefix), messages[:1])
-        h = _hash_messages(start.copy(), messages[1:])
-    else:
-        h = _hash_messages(hashlib.sha256(prefix), messages)
-    h.update(b"\x1c" + _schema_bytes(request.schema))
-    return "chat:" + h.hexdigest()
-
-
-#: (prefix, role, content) of a first message -> the hash state after it.
-_STARTS: dict[tuple[bytes, Any, str], Any] = {}
-
-
-def _plain(message: Mapping[str, Any]) -> bool:
-    return len(message) == 2 and isinstance(message.get("content"), str) and "role" in message
-
-
-def _hash_messages(h: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
-    for message in messages:
-        if _plain(message):
-            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
-            h.update(message["content"].encode("utf-8", "surrogatepass"))
-        else:
-            h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
-    return h
-
-
-# id(schema) -> (schema, its encoding). Holding the schema keeps its id from being
-# reused by another object, so a hit is always the same object.
-_SCHEMA_MEMO: dict[int, tuple[dict[str, Any], bytes]] = {}
-
-
-def _schema_bytes(schema: dict[str, Any]) -> bytes:
-    """The encoded answer schema; evaluators share one schema object per run."""
-    hit = _SCHEMA_MEMO.get(id(schema))
-    if hit is not None and hit[0] is schema:
-        return hit[1]
-    if len(_SCHEMA_MEMO) > 256:
-        _SCHEMA_MEMO.clear()
-    encoded = _KEY_ENCODER.encode(schema).encode()
-    _SCHEMA_MEMO[id(schema)] = (schema, encoded)
-    return encoded
 
 
 #: A record waiting for an answer, with the evaluator's share it belongs to.
@@ -149,13 +87,15 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # Per share (by id) planned from its renderer: how its requests are built when
         # sent, from the text its keys were hashed from (see _plan_rendered).
         self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest]] = {}
+        #: Keys the cache was asked for before the plan, and had no answer under.
+        self.missed: set[str] = set()
         for share in prepared:
             judge = share.judge
             if not isinstance(judge, Judge):
                 continue  # the offline judge embeds: see the embedding stage
             by_label = share.evaluator.scoring != "expected"
-            self._plain[id(share)] = (_plain_scores(share) or {}, by_label)
-            prefix = _chat_prefix(share.evaluator, judge)
+            self._plain[id(share)] = (plain_scores(share) or {}, by_label)
+            prefix = chat_prefix(share.evaluator, judge)
             pending = share.pending()
             if self._plan_rendered(share, judge, prefix, pending, pairs):
                 continue
@@ -206,19 +146,11 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             request = share.evaluator.build_request(first.fields)
         except RecordError:
             return False  # the usual loop settles it with its error
-        before = request.messages[:-1]
-        start = _hash_messages(hashlib.sha256(prefix), before)
-        tail = b"\x1c" + _schema_bytes(request.schema)
-
-        def key_of(user: str) -> str:
-            h = start.copy()
-            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-            return "chat:" + h.hexdigest()
-
+        keys = RenderedKeys(prefix, request)
         # The byte stream is chat_key's only if the request is the other messages, then
         # the rendered one: checked on the first record (the requests sent are always
         # build_request's; only the keys come from here).
-        if key_of(render(first.fields)) != chat_key(prefix, request):
+        if keys(render(first.fields)) != chat_key(prefix, request):
             return False
         self._senders[id(share)] = _sender(request, render)
         ident = (id(judge), id(request.schema), request.schema_name,
@@ -227,25 +159,31 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         if pair is None:
             pair = pairs[ident] = (judge, _shape(request))
         waiting_of, asked = self._waiting, self._asked
+        start, tail = keys.start, keys.tail
         checked = trusted = False
+        missed = self.missed
         for record, user in _bulk_prompts(share):
             fields = record.fields
             if fields is None:
                 continue  # settled while prepared
-            if record.note is not None:
-                user = None  # cut to fit the window: not the frame's text any more
-            if user is not None and not checked:  # polars's text is the renderer's
-                checked = True
-                trusted = user == render(fields)
-            if user is None or not trusted:
-                try:
-                    user = render(fields)
-                except RecordError as exc:
-                    record.fail(str(exc))
-                    continue
-            h = start.copy()
-            h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-            key = "chat:" + h.hexdigest()  # key_of, inlined: this loop is the plan's cost
+            key = record.missed_key  # keyed when the cache was asked, from the same text
+            if key is not None:
+                missed.add(key)
+            else:
+                if record.note is not None:
+                    user = None  # cut to fit the window: not the frame's text any more
+                if user is not None and not checked:  # polars's text is the renderer's
+                    checked = True
+                    trusted = user == render(fields)
+                if user is None or not trusted:
+                    try:
+                        user = render(fields)
+                    except RecordError as exc:
+                        record.fail(str(exc))
+                        continue
+                h = start.copy()
+                h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
+                key = "chat:" + h.hexdigest()  # keys(user), inlined: the plan's cost
             waiting = waiting_of.get(key)
             if waiting is None:
                 waiting_of[key] = [(share, record)]
@@ -299,7 +237,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         """Take the cache's entries for their keys (:meth:`receive` of each entry's
         :meth:`Outcome.from_entry <framekit.engine.executor.Outcome.from_entry>`); returns
         how many were answers. An answer that plain rubrics read by its label alone
-        (:func:`_plain_reading`; its label's probability is the confidence, unless the
+        (:func:`~framekit.engine.cached_columns.plain_reading`; its label's probability is the confidence, unless the
         share scores by expectation) is written into their records here, in one loop, as
         :meth:`Prepared.judge_answer` would write it; every other entry goes through
         :meth:`receive`. A foreign value is no answer: it is asked again, and
@@ -310,7 +248,15 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         answered = rows = 0
         for key, entry in hits.items():
             waiting = waiting_of.get(key)
-            if waiting is None or (reading := _plain_reading(entry, waiting, plain)) is None:
+            reading = plain_reading(entry) if waiting is not None else None
+            if (
+                waiting is None
+                or reading is None
+                or not all(
+                    reads(*plain[id(share)], reading)
+                    for share, _ in waiting  # usually one
+                )
+            ):
                 cached = Outcome.from_entry(entry)
                 if cached is not None:
                     answered += 1
@@ -384,11 +330,6 @@ def _sender(
     return build
 
 
-#: Distinct records whose prompts polars renders at once: the texts of one slice are
-#: held together, so a million records never hold all their prompts at the same time.
-RENDER_SLICE = 20_000
-
-
 def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
     """Each record of ``share`` with its user message as polars rendered it from the
     distinct rows (:meth:`RubricEvaluator.prompt_column
@@ -396,57 +337,14 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
     to be rendered from the record."""
     records, distinct = share.records, share.distinct
     column = getattr(share.evaluator, "prompt_column", None)
-    if column is None or distinct is None or distinct.height != len(records):
+    keyed = bool(records) and all(r.missed_key is not None for r in records)
+    if column is None or distinct is None or distinct.height != len(records) or keyed:
         yield from ((record, None) for record in records)
         return
     for begin in range(0, len(records), RENDER_SLICE):
         part = records[begin : begin + RENDER_SLICE]
         prompts = column(distinct.slice(begin, RENDER_SLICE))
         yield from zip(part, prompts if prompts is not None else [None] * len(part))
-
-
-def _plain_reading(
-    entry: Any, waiting: list[Waiting], plain: Mapping[int, tuple[dict[str, float], bool]]
-) -> tuple[str, str | None, float | None] | None:
-    """``(label, explanation, confidence)`` of a cached answer, as a plain rubric's
-    verdict and :func:`~framekit.engine.prepare.weigh` read it for every share in
-    ``waiting`` (the confidence is the label's probability, ``None`` without one);
-    ``None`` for anything else (no string label, probabilities of another shape, a label
-    one share does not score, a probability a share scoring by expectation would weigh),
-    which takes the general path."""
-    answer = entry.get("answer") if type(entry) is dict else None
-    if type(answer) is not dict:
-        return None
-    label = answer.get("label")
-    if type(label) is not str:
-        return None
-    confidence = None
-    probabilities = entry.get("probabilities")
-    if probabilities:
-        if type(probabilities) is not dict:
-            return None
-        if label in probabilities:
-            confidence = probabilities[label]
-            if type(confidence) is not float:
-                return None
-    for share, _ in waiting:  # usually one
-        scores, by_label = plain[id(share)]
-        if label not in scores or (confidence is not None and not by_label):
-            return None
-    explanation = answer.get("explanation")
-    if explanation is not None and type(explanation) is not str:
-        explanation = answer_text(explanation)
-    return label, explanation, confidence
-
-
-def _plain_scores(share: Prepared) -> dict[str, float] | None:
-    """Label -> score (clipped to [0, 1], as a settled record's value) of a share whose
-    answers :meth:`ChatPlan.receive_cached` may read in bulk, else ``None``."""
-    plain = getattr(share.evaluator, "plain_verdicts", None)
-    choices = plain() if plain is not None and not share.embeds_answers else None
-    if choices is None:
-        return None
-    return {label: min(1.0, max(0.0, float(score))) for label, score in choices.items()}
 
 
 def _shape(request: ChatRequest) -> ChatRequest:
@@ -504,9 +402,19 @@ async def _run_judges(
             if record.fields is None:
                 record.report(report)  # settled while prepared (an error, a known verdict)
     with bulk():
+        read: set[str] = set()  # the keys answered as columns
+        for share in prepared:
+            if share.unbuilt is not None:
+                read_cached(share, cache, report, read)
         plan = ChatPlan(prepared, report)
-        stats.unique_requests += len(plan)
-        for hits in cache.lookup(list(plan)):  # each chunk's answers, let go as used
+        # A key one share read as columns and another asks again (it reads the answer
+        # otherwise) is one request, and one hit.
+        again = sum(1 for key in plan if key in read) if read else 0
+        stats.unique_requests += len(plan) + len(read) - again
+        stats.cache_hits += len(read) - again
+        missed = plan.missed  # (asked already: no answer there)
+        keys = [key for key in plan if key not in missed] if missed else list(plan)
+        for hits in cache.lookup(keys):  # each chunk's answers, let go as used
             stats.cache_hits += plan.receive_cached(hits)
         for share in prepared:
             prepare_waiting(share)  # the misses, looked up before they were prepared

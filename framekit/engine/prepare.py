@@ -20,7 +20,11 @@ a frame the same way:
    (an empty retrieval) is settled with that verdict. Only the others are asked about.
    Records that the evaluator vouches for from the columns (preparing them surely passes
    and changes no prompt) wait until the cache has been asked: a cached re-run prepares
-   only what it sends (:attr:`Record.raw`).
+   only what it sends (:attr:`Record.raw`). Where it vouches for every row of a plain
+   template asked of an LLM judge, the records are not even built
+   (:attr:`Prepared.unbuilt`): the cache is read into columns first
+   (:mod:`framekit.engine.cached_columns`), and only the rows it does not answer become
+   records.
 
 Problems with the mapping itself (a missing column, an unmapped required field) are
 raised here, before any judge call.
@@ -96,6 +100,10 @@ class Record:
     #: <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), so its answer may
     #: be looked up first; :func:`ready` prepares it before anything else reads it.
     raw: bool = False
+    #: Its request's cache key, where it was looked up before the plan and not found
+    #: (:mod:`framekit.engine.cached_columns`): the plan keys it so and does not ask the
+    #: cache again.
+    missed_key: str | None = None
 
     def settle(self, verdict: Verdict) -> None:
         """The record's verdict (its value clipped to [0, 1]); nothing more to ask."""
@@ -122,6 +130,43 @@ class Record:
             progress(self.weight, kind)
 
 
+@dataclass(slots=True, eq=False)
+class Answered:
+    """Cached answers of a share's distinct rows, read as columns rather than into a
+    :class:`Record` each (:mod:`framekit.engine.cached_columns`): entry ``i`` is distinct
+    row ``i``'s result; ``None`` in ``label`` marks a row answered otherwise, whose record
+    holds its result (:attr:`Prepared.record_rows`). Every answered row was read from the
+    cache (no tokens spent now, no wait), scored by its label, never failed.
+    """
+
+    value: list[float | None]
+    label: list[str | None]
+    explanation: list[str | None]
+    confidence: list[float | None]
+    tokens: list[int | None]
+    cost_usd: list[float | None]
+    #: Rows behind the answered distinct rows, and those with a confidence.
+    rows: int = 0
+    confident_rows: int = 0
+
+    def column(self, kind: str, model: str) -> list[Any]:
+        """The answered rows' values of result column ``kind`` (``"score"``, ``"label"``,
+        ..., ``"judge"``: ``model``), ``None`` elsewhere; a new list."""
+        by_kind: dict[str, list[Any]] = {
+            "score": self.value,
+            "label": self.label,
+            "explanation": self.explanation,
+            "confidence": self.confidence,
+            "tokens": self.tokens,
+            "cost_usd": self.cost_usd,
+        }
+        values = by_kind.get(kind)
+        if values is not None:
+            return list(values)
+        constant = {"cached": True, "latency_s": 0.0, "judge": model}.get(kind)
+        return [None if label is None else constant for label in self.label]
+
+
 @dataclass(eq=False)
 class Prepared:
     """One evaluator's share of a frame: its judge, its distinct records, and for each row
@@ -137,6 +182,15 @@ class Prepared:
     #: prompts from it in bulk (:meth:`RubricEvaluator.prompt_column
     #: <framekit.evaluators.rubric.RubricEvaluator.prompt_column>`).
     distinct: pl.DataFrame | None = None
+    #: The weights of the distinct rows while their records are not built: every one was
+    #: vouched for and is asked of a plain template, so a cached re-run may read their
+    #: answers as columns (:mod:`framekit.engine.cached_columns`) and build records only
+    #: for the rows the cache does not answer (:meth:`build_records`).
+    unbuilt: list[int] | None = None
+    #: The answers read as columns, where some were; ``records`` then hold the other
+    #: distinct rows, ``records[i]`` being row ``record_rows[i]``.
+    answered: Answered | None = None
+    record_rows: list[int] | None = None
 
     @property
     def embeds(self) -> bool:
@@ -159,9 +213,36 @@ class Prepared:
         """Whether an LLM judge's answers are embedded before the verdict."""
         return type(self.evaluator).embedding_texts is not Evaluator.embedding_texts
 
+    def build_records(self, rows: Sequence[int] | None = None) -> None:
+        """Build the records of the distinct rows not built yet (:attr:`unbuilt`): those of
+        ``rows`` (the others having been answered as columns), or all. Each holds the
+        mapping's values, prepared when first read (:attr:`Record.raw`)."""
+        weights, distinct = self.unbuilt, self.distinct
+        if weights is None or distinct is None:
+            return
+        self.unbuilt = None
+        if rows is not None and len(rows) < distinct.height:
+            self.record_rows = list(rows)
+            distinct = self.distinct = distinct[self.record_rows]
+            weights = [weights[i] for i in self.record_rows]
+        self.records = _records_of(distinct, weights, raw=True)
+
     def pending(self) -> list[Record]:
         """The records still to be asked about."""
+        self.build_records()
         return [r for r in self.records if r.fields is not None]
+
+    def spread(self, kind: str, values: list[Any]) -> list[Any]:
+        """Result column ``kind`` for every distinct row, from ``values`` (one per record)
+        and the answers read as columns."""
+        answered = self.answered
+        if answered is None or self.record_rows is None:
+            return values
+        assert isinstance(self.judge, Judge), "only an LLM judge's answers are read so"
+        out = answered.column(kind, self.judge.model)
+        for row, value in zip(self.record_rows, values):
+            out[row] = value
+        return out
 
     def failures(self) -> int:
         """Rows whose evaluation failed."""
@@ -186,14 +267,18 @@ class Prepared:
         labels): nothing is reported that the judge did not give."""
         scored = [r for r in self.records if r.value is not None]
         confident = sum(r.weight for r in scored if r.confidence is not None)
+        answered = self.answered
+        by_answers = answered.rows if answered is not None else 0
+        confident += answered.confident_rows if answered is not None else 0
         entry: dict[str, Any] = {
             "method": self.confidence_method() if confident else None,
-            "scored_rows": sum(r.weight for r in scored),
+            "scored_rows": sum(r.weight for r in scored) + by_answers,
             "rows_with_confidence": confident,
             "scoring": self.evaluator.scoring,
         }
-        if self.evaluator.scoring == "expected":
-            entry["rows_scored_by_label"] = sum(r.weight for r in scored if not r.weighted)
+        if self.evaluator.scoring == "expected":  # (answers read as columns: by label)
+            by_label = sum(r.weight for r in scored if not r.weighted) + by_answers
+            entry["rows_scored_by_label"] = by_label
         return entry
 
     def judge_answer(
@@ -267,10 +352,22 @@ async def prepare(
     for ev in evaluators:
         names = [f for f in ev.fields if f in fields.available]
         row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
-        with bulk():
-            records, inverse, distinct = _distinct(fields.columns, names, frame.height, row_errors)
         judge = judge_for(ev.judge, ev.judge_options)
-        await fit_to_context(records, judge, most_text(fields.columns, names))
+        most = most_text(fields.columns, names)
+        with bulk():
+            grouped = _grouped(fields.columns, names, frame.height, row_errors)
+            if grouped is None:
+                records, inverse, distinct = _distinct(
+                    fields.columns, names, frame.height, row_errors
+                )
+            elif _unbuilt(ev, judge, grouped[2], most):
+                weights, inverse, rows = grouped
+                prepared.append(Prepared(ev, judge, [], inverse, rows, unbuilt=weights))
+                continue
+            else:
+                weights, inverse, rows = grouped
+                records, distinct = _records_of(rows, weights), rows
+        await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
             given = _as_given(share)
@@ -316,14 +413,40 @@ def _as_given(share: Prepared) -> list[bool] | None:
     <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
     judge whose answers the planner reads in bulk. Preparing was a quarter of a fully
     cached re-run's time."""
-    vouch = getattr(share.evaluator, "prepared_as_given", None)
-    distinct, count = share.distinct, len(share.records)
-    if vouch is None or distinct is None or distinct.height != count or not count:
+    distinct = share.distinct
+    if distinct is None or distinct.height != len(share.records) or not share.records:
         return None
-    if not isinstance(share.judge, Judge) or share.embeds_answers:
+    return _vouched(share.evaluator, share.judge, distinct)
+
+
+def _vouched(
+    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame
+) -> list[bool] | None:
+    vouch = getattr(ev, "prepared_as_given", None)
+    if vouch is None or not isinstance(judge, Judge):
+        return None
+    if type(ev).embedding_texts is not Evaluator.embedding_texts:  # (Prepared.embeds_answers)
         return None
     given: list[bool] | None = vouch(distinct)
     return given
+
+
+def _unbuilt(
+    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame, most: int | None
+) -> bool:
+    """Whether a share's records may wait unbuilt (:attr:`Prepared.unbuilt`): every
+    distinct row is vouched for, none can need cutting to the judge's window (no
+    window set, little text), and the evaluator's prompts are a plain template polars
+    renders, read by label (:mod:`framekit.engine.cached_columns` checks the rest)."""
+    if not distinct.height or most is None or most > _ALWAYS_FITS:
+        return False
+    if not isinstance(judge, Judge) or judge.context_window:
+        return False
+    for hook in ("prompt_renderer", "prompt_column", "plain_verdicts"):
+        if not callable(getattr(ev, hook, None)):
+            return False
+    given = _vouched(ev, judge, distinct)
+    return given is not None and all(given)
 
 
 def ready(ev: Evaluator, record: Record) -> None:
@@ -408,9 +531,10 @@ def _distinct(
     row_errors = row_errors or {}
     if not names:  # an evaluator reading no field: every row is the same record
         return ([Record({}, height)], [0] * height, None) if height else ([], [], None)
+    grouped = _grouped(columns, names, height, row_errors)
+    if grouped is not None:
+        return _records_of(grouped[2], grouped[0]), grouped[1], grouped[2]
     series = [columns[n] for n in names]
-    if not row_errors and height and not any(s.dtype == pl.Object for s in series):
-        return _distinct_by_polars(series, names)
     nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
     lists = [s.to_list() for s in series]
     index: dict[Any, int] = {}
@@ -439,11 +563,19 @@ def _distinct(
     return records, inverse, None
 
 
-def _distinct_by_polars(
-    series: list[pl.Series], names: list[str]
-) -> tuple[list[Record], list[int], pl.DataFrame]:
-    """:func:`distinct_records` of typed columns, grouped by polars: only the distinct
-    rows become Python values (a frame of repeated rows costs its distinct ones)."""
+def _grouped(
+    columns: Mapping[str, pl.Series],
+    names: list[str],
+    height: int,
+    row_errors: Mapping[int, str] | None,
+) -> tuple[list[int], list[int], pl.DataFrame] | None:
+    """``(weights, inverse, distinct)`` of typed columns, grouped by polars: only the
+    distinct rows become Python values, and only when their records are built (a frame
+    of repeated rows costs its distinct ones). ``None`` where polars cannot group them
+    (no field, a row whose mapping raised, Python objects): :func:`_distinct` does."""
+    series = [columns[n] for n in names]
+    if not names or row_errors or not height or any(s.dtype == pl.Object for s in series):
+        return None
     frame = pl.DataFrame([s.alias(n) for s, n in zip(series, names)])
     groups = frame.with_row_index("__row").group_by(names, maintain_order=True).agg("__row")
     rows = groups.get_column("__row")
@@ -451,9 +583,16 @@ def _distinct_by_polars(
     spread = groups.select(pl.int_range(pl.len()).alias("record"), "__row").explode("__row")
     inverse = np.empty(frame.height, dtype=np.int64)
     inverse[spread.get_column("__row").to_numpy()] = spread.get_column("record").to_numpy()
-    values = [groups.get_column(n).to_list() for n in names]
-    records = [Record(dict(zip(names, row)), w) for row, w in zip(zip(*values), weights)]
-    return records, inverse.tolist(), groups.select(names)
+    return weights, inverse.tolist(), groups.select(names)
+
+
+def _records_of(distinct: pl.DataFrame, weights: list[int], raw: bool = False) -> list[Record]:
+    """One record per distinct row, holding the mapping's values (``raw``: vouched for,
+    to be prepared when first read)."""
+    names = distinct.columns
+    values = [distinct.get_column(n).to_list() for n in names]
+    rows = zip(zip(*values), weights)
+    return [Record(dict(zip(names, row)), w, raw=raw) for row, w in rows]
 
 
 # -- the context window ------------------------------------------------------------------

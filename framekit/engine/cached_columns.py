@@ -1,0 +1,177 @@
+"""A cached re-run read as columns: a share's answers looked up without a record per row.
+
+A share whose records wait unbuilt (:attr:`Prepared.unbuilt
+<framekit.engine.prepare.Prepared.unbuilt>`: every distinct row vouched for, asked of an
+LLM judge by a plain template) is read here before the plan. Slice by slice, polars
+renders the distinct rows' prompts (:meth:`RubricEvaluator.prompt_column
+<framekit.evaluators.rubric.RubricEvaluator.prompt_column>`), each is keyed as the
+planner keys it (:class:`~framekit.engine.keys.RenderedKeys`), the keys are looked up in
+the cache (one SQL query per chunk), and every answer a plain rubric reads by its label
+(:func:`plain_reading`) is written into the share's :class:`~framekit.engine.prepare.Answered`
+columns. Only the other rows become records, and the plan treats them as it treats any
+record: it asks the cache again (reading odd entries the general way) and sends the rest.
+
+Building a record per cached row, then settling it, was a third of a fully cached
+re-run's time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from framekit._errors import RecordError
+from framekit.engine.cache import Cache
+from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
+from framekit.engine.prepare import Answered, Prepared, ProgressFn
+from framekit.judges.judge import Judge
+from framekit.judges.request import answer_text
+
+#: Distinct records whose prompts polars renders at once: the texts of one slice are
+#: held together, so a million records never hold all their prompts at the same time.
+RENDER_SLICE = 20_000
+
+
+def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[str]) -> None:
+    """Write the cached answers of ``share``'s unbuilt rows that a plain rubric reads into
+    :attr:`Prepared.answered <framekit.engine.prepare.Prepared.answered>`, and build the
+    records of the others; ``read`` gains the keys answered. Where anything is not as the
+    bulk reading assumes, every record is built and nothing is read here."""
+    weights, distinct = share.unbuilt, share.distinct
+    reading = _reading(share) if cache.enabled else None
+    if reading is None or weights is None or distinct is None:
+        share.build_records()
+        return
+    keyed, first_prompt, scores, by_label = reading
+    column = share.evaluator.prompt_column  # type: ignore[attr-defined]
+    count = distinct.height
+    value: list[float | None] = [None] * count
+    label: list[str | None] = [None] * count
+    explanation: list[str | None] = [None] * count
+    confidence: list[float | None] = [None] * count
+    tokens: list[int | None] = [None] * count
+    cost: list[float | None] = [None] * count
+    rows = confident = 0
+    unread: list[int] = []
+    missed: list[str | None] = []  # per unread row, its key if the cache has no entry
+    for begin in range(0, count, RENDER_SLICE):
+        prompts: list[str | None] | None = column(distinct.slice(begin, RENDER_SLICE))
+        if begin == 0 and (prompts is None or prompts[0] != first_prompt):
+            share.build_records()  # polars's text is not the renderer's: nothing read
+            return
+        if prompts is None:
+            unread.extend(range(begin, min(begin + RENDER_SLICE, count)))
+            missed.extend([None] * (len(unread) - len(missed)))
+            continue
+        # (None: rendered from its prepared record, by the plan)
+        keys = [keyed(user) if user is not None else None for user in prompts]
+        hits = cache.get_many([key for key in keys if key is not None])
+        answered_rows = 0
+        for i, key in enumerate(keys, begin):
+            entry = hits.get(key) if key is not None else None
+            answer = plain_reading(entry) if entry is not None else None
+            if answer is None or not reads(scores, by_label, answer):
+                unread.append(i)
+                missed.append(key if entry is None else None)  # (an entry: read otherwise)
+                continue
+            assert key is not None
+            label[i], explanation[i], confidence[i] = answer
+            value[i] = scores[answer[0]]
+            tokens[i], cost[i] = entry.get("tokens", 0), entry.get("cost_usd")  # type: ignore[union-attr]
+            answered_rows += weights[i]
+            if answer[2] is not None:
+                confident += weights[i]
+            read.add(key)
+        rows += answered_rows
+        if answered_rows:
+            progress(answered_rows, "cached")
+    if rows:  # (a cold run reads none: its records are built as they would have been)
+        share.answered = Answered(
+            value, label, explanation, confidence, tokens, cost, rows, confident
+        )
+    share.build_records(unread)
+    for record, key in zip(share.records, missed):
+        record.missed_key = key
+
+
+def _reading(
+    share: Prepared,
+) -> tuple[RenderedKeys, str, dict[str, float], bool] | None:
+    """What reading ``share``'s rows in bulk needs: its keys from the user message, the
+    first row's rendered prompt (to check polars's against), the label scores and whether
+    a label's probability leaves the score as it is; ``None`` where the share's requests
+    are not a plain template's, or its answers not read by label alone."""
+    ev, judge, distinct = share.evaluator, share.judge, share.distinct
+    scores = plain_scores(share)
+    renderer = getattr(ev, "prompt_renderer", None)
+    render = renderer() if renderer is not None else None
+    if scores is None or render is None or distinct is None or not isinstance(judge, Judge):
+        return None
+    # The mapping's values, as vouched for: preparing them would change no prompt.
+    fields = dict(zip(distinct.columns, distinct.row(0)))
+    try:
+        request = ev.build_request(fields)
+        prompt = render(fields)
+    except RecordError:
+        return None
+    prefix = chat_prefix(ev, judge)
+    keyed = RenderedKeys(prefix, request)
+    if keyed(prompt) != chat_key(prefix, request):  # the request is not the renderer's
+        return None
+    return keyed, prompt, scores, ev.scoring != "expected"
+
+
+def plain_scores(share: Prepared) -> dict[str, float] | None:
+    """Label -> score (clipped to [0, 1], as a settled record's value) of a share whose
+    cached answers may be read in bulk (by :func:`read_cached`, or by
+    :meth:`ChatPlan.receive_cached <framekit.engine.planner.ChatPlan.receive_cached>`),
+    else ``None``."""
+    plain = getattr(share.evaluator, "plain_verdicts", None)
+    choices = plain() if plain is not None and not share.embeds_answers else None
+    if choices is None:
+        return None
+    return {label: min(1.0, max(0.0, float(score))) for label, score in choices.items()}
+
+
+def plain_reading(entry: Any) -> tuple[str, str | None, float | None] | None:
+    """``(label, explanation, confidence)`` of a cached answer as a plain rubric's verdict
+    and :func:`~framekit.engine.prepare.weigh` read it (the confidence is the label's
+    probability, ``None`` without one); ``None`` for anything else (no string label,
+    probabilities of another shape), which takes the general path.
+
+    Examples
+    --------
+    >>> plain_reading({"answer": {"label": "relevant", "explanation": "It says so."},
+    ...                "probabilities": {"relevant": 0.9, "irrelevant": 0.1}})
+    ('relevant', 'It says so.', 0.9)
+    >>> plain_reading({"answer": {"label": 1}}) is None
+    True
+    """
+    answer = entry.get("answer") if type(entry) is dict else None
+    if type(answer) is not dict:
+        return None
+    label = answer.get("label")
+    if type(label) is not str:
+        return None
+    confidence = None
+    probabilities = entry.get("probabilities")
+    if probabilities:
+        if type(probabilities) is not dict:
+            return None
+        if label in probabilities:
+            confidence = probabilities[label]
+            if type(confidence) is not float:
+                return None
+    explanation = answer.get("explanation")
+    if explanation is not None and type(explanation) is not str:
+        explanation = answer_text(explanation)
+    return label, explanation, confidence
+
+
+def reads(
+    scores: Mapping[str, float], by_label: bool, reading: tuple[str, Any, float | None]
+) -> bool:
+    """Whether a share with these label ``scores`` reads ``reading`` as it stands: it
+    scores the label, and a probability does not change the score (``by_label``: the
+    share does not score by expectation)."""
+    return reading[0] in scores and (reading[2] is None or by_label)
