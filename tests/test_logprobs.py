@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -326,3 +327,39 @@ def test_expected_score_refuses_unscored_labels_and_bad_sums():
         expected_score({"maybe": 1.0}, {"yes": 1.0})
     with pytest.raises(InputError, match="sum to"):
         expected_score({"yes": 0.5}, {"yes": 1.0})
+
+
+def as_object(entry: dict[str, Any]) -> SimpleNamespace:
+    """A logprobs entry as a client library's response object (attributes, not keys)."""
+    listed = [SimpleNamespace(**alt) for alt in entry["top_logprobs"]]
+    return SimpleNamespace(**{**entry, "top_logprobs": listed})
+
+
+def test_every_spelling_of_the_same_tokens_gives_exactly_the_same_probabilities():
+    # A parsed JSON reply takes a quicker road (its byte lists joined at once, its floats
+    # read as they are); response objects, byte tuples, logprobs as text and tokens with
+    # no bytes take the token-by-token one. Both must come to the same floats.
+    content = recorded("five_level_off_topic")["logprobs_content"]
+    labels = recorded("five_level_off_topic")["labels"]
+    expected = label_probabilities(content, labels)
+    assert expected is not None
+    spellings = [
+        [as_object(x) for x in content],
+        [{**x, "bytes": tuple(x["bytes"])} for x in content],
+        [{**x, "logprob": str(x["logprob"])} for x in content],
+        [{k: v for k, v in x.items() if k != "bytes"} for x in content],
+        [*[as_object(x) for x in content[:3]], *content[3:]],
+    ]
+    for spelled in spellings:
+        assert label_probabilities(spelled, labels) == expected
+        assert label_probabilities(spelled, tuple(labels), answered=expected.label) == expected
+
+
+def test_the_least_escaped_verdict_wins_over_a_later_escaped_quote_of_one():
+    quoted = tok('{"explanation": "it said \\"label\\": \\"irrelevant\\" once", "label": "')
+    later = tok('", "note": "\\"label\\": \\"irrelevant\\""}')
+    content = [quoted, tok("relevant", -0.2, [("relevant", -0.2), ("ir", -1.8)]), later]
+    got = label_probabilities(content, BINARY)
+    assert got is not None and got.label == "relevant"
+    assert got.confidence == pytest.approx(e(-0.2) / (e(-0.2) + e(-1.8)))
+    assert label_probabilities(content, BINARY, answered="maybe") is None

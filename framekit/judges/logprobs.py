@@ -49,7 +49,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from framekit._errors import InputError
 
@@ -115,7 +115,7 @@ def logprobs_content(reply: Any) -> list[Any] | None:
 
 
 def _token_bytes(entry: Any) -> bytes:
-    raw = _get(entry, "bytes")
+    raw = entry.get("bytes") if type(entry) is dict else _get(entry, "bytes")
     if isinstance(raw, (list, tuple)):
         try:
             return bytes(raw)
@@ -125,12 +125,15 @@ def _token_bytes(entry: Any) -> bytes:
     return str(token).encode("utf-8") if token is not None else b""
 
 
+_LISTS_ONLY = {list}
+
+
 def _joined(content: Sequence[Any]) -> tuple[bytes, list[int]]:
     """Every token's bytes (:func:`_token_bytes`) joined, and where each token starts (one
     offset more: the end). A parsed JSON reply's byte lists are joined in one go: this
     runs over every token of every answer."""
     raws: list[Any] = [entry.get("bytes") if type(entry) is dict else None for entry in content]
-    if all(type(raw) is list for raw in raws):
+    if set(map(type, raws)) == _LISTS_ONLY:
         try:
             text = bytes(itertools.chain.from_iterable(raws))
         except (TypeError, ValueError):
@@ -142,16 +145,15 @@ def _joined(content: Sequence[Any]) -> tuple[bytes, list[int]]:
 
 
 def _probability(entry: Any) -> float:
-    value = _get(entry, "logprob")
+    value: Any = entry.get("logprob") if type(entry) is dict else _get(entry, "logprob")
     try:
-        p = math.exp(float(value))
+        p = math.exp(value if type(value) is float else float(value))
     except (TypeError, ValueError, OverflowError):
         return 0.0
     return p if math.isfinite(p) else 0.0
 
 
-@dataclass(frozen=True)
-class _Located:
+class _Located(NamedTuple):
     start: int  # byte offset of the label's first byte in the joined tokens
     label: str
     encoded: dict[str, bytes]  # every label as it would be spelled at this position
@@ -186,28 +188,32 @@ def _field_pattern(field: str) -> re.Pattern[bytes]:
 
 
 def _locate(
-    text: bytes, labels: Sequence[str], field: str, answered: str | None
+    text: bytes, labels: tuple[str, ...], field: str, answered: str | None
 ) -> _Located | None:
     """The label's position: among the ``"field": "label"`` pairs in ``text``, the least
     escaped (a quote of one inside the explanation is escaped once more than the real
     one), and of those the last (the parser's rule: the verdict comes last)."""
-    pattern = _field_pattern(field)
     wanted = [label for label in labels if answered is None or label == answered]
+    if not wanted:
+        return None
+    pattern = _field_pattern(field)
     for fold in (False, True):
         haystack = text.lower() if fold else text
-        found: list[tuple[int, int, _Located]] = []
+        best: tuple[int, int] | None = None  # (-depth, end) of the pair kept so far
+        located = None
         for match in pattern.finditer(text):
-            slashes = len(match.group(1))
+            slashes = match.end(1) - match.start(1)
             depth = (slashes + 1).bit_length() - 1  # 0, 1 (\"), 2 (\\\"), ...
+            end = match.end()
+            if best is not None and (-depth, end) <= best:  # more escaped: cannot win
+                continue
             close = match.group(1) + b'"'
-            encoded = _encoded(tuple(labels), depth, fold)
-            hits = [lb for lb in wanted if haystack.startswith(encoded[lb] + close, match.end())]
-            if hits:
-                found.append(
-                    (-depth, match.end(), _Located(match.end(), hits[0], encoded, close, fold))
-                )
-        if found:
-            return max(found, key=lambda item: (item[0], item[1]))[2]
+            encoded = _encoded(labels, depth, fold)
+            hit = next((lb for lb in wanted if haystack.startswith(encoded[lb] + close, end)), None)
+            if hit is not None:
+                best, located = (-depth, end), _Located(end, hit, encoded, close, fold)
+        if located is not None:
+            return located
     return None
 
 
@@ -264,7 +270,7 @@ def label_probabilities(
     if not content or not labels:
         return None
     text, starts = _joined(content)
-    located = _locate(text, labels, field, answered)
+    located = _locate(text, tuple(labels), field, answered)
     if located is None:
         return None
     index = bisect.bisect_right(starts, located.start) - 1
