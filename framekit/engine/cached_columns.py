@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from framekit._errors import RecordError
 from framekit.engine.cache import Cache
-from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
+from framekit.engine.keys import RenderedKeys, chat_prefix, template_keys
 from framekit.engine.prepare import Answered, Prepared, ProgressFn
 from framekit.judges.judge import Judge
 from framekit.judges.request import answer_text
@@ -52,16 +51,15 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
     tokens: list[int | None] = [None] * count
     cost: list[float | None] = [None] * count
     rows = confident = 0
-    unread: list[int] = []
-    missed: list[str | None] = []  # per unread row, its key if the cache has no entry
+    # The rows left to records, each with its key where the cache has no entry under it.
+    unread: list[tuple[int, str | None]] = []
     for begin in range(0, count, RENDER_SLICE):
         prompts: list[str | None] | None = column(distinct.slice(begin, RENDER_SLICE))
         if begin == 0 and (prompts is None or prompts[0] != first_prompt):
             share.build_records()  # polars's text is not the renderer's: nothing read
             return
         if prompts is None:
-            unread.extend(range(begin, min(begin + RENDER_SLICE, count)))
-            missed.extend([None] * (len(unread) - len(missed)))
+            unread.extend((i, None) for i in range(begin, min(begin + RENDER_SLICE, count)))
             continue
         # (None: rendered from its prepared record, by the plan)
         keys = [keyed(user) if user is not None else None for user in prompts]
@@ -71,8 +69,7 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             entry = hits.get(key) if key is not None else None
             answer = plain_reading(entry) if entry is not None else None
             if answer is None or not reads(scores, by_label, answer):
-                unread.append(i)
-                missed.append(key if entry is None else None)  # (an entry: read otherwise)
+                unread.append((i, key if entry is None else None))  # (an entry: read otherwise)
                 continue
             assert key is not None
             label[i], explanation[i], confidence[i] = answer
@@ -89,8 +86,8 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
         share.answered = Answered(
             value, label, explanation, confidence, tokens, cost, rows, confident
         )
-    share.build_records(unread)
-    for record, key in zip(share.records, missed):
+    share.build_records([i for i, _ in unread])
+    for record, (_, key) in zip(share.records, unread):
         record.missed_key = key
 
 
@@ -103,22 +100,14 @@ def _reading(
     are not a plain template's, or its answers not read by label alone."""
     ev, judge, distinct = share.evaluator, share.judge, share.distinct
     scores = plain_scores(share)
-    renderer = getattr(ev, "prompt_renderer", None)
-    render = renderer() if renderer is not None else None
-    if scores is None or render is None or distinct is None or not isinstance(judge, Judge):
+    if scores is None or distinct is None or not isinstance(judge, Judge):
         return None
     # The mapping's values, as vouched for: preparing them would change no prompt.
     fields = dict(zip(distinct.columns, distinct.row(0)))
-    try:
-        request = ev.build_request(fields)
-        prompt = render(fields)
-    except RecordError:
+    template = template_keys(ev, chat_prefix(ev, judge), fields)
+    if template is None:
         return None
-    prefix = chat_prefix(ev, judge)
-    keyed = RenderedKeys(prefix, request)
-    if keyed(prompt) != chat_key(prefix, request):  # the request is not the renderer's
-        return None
-    return keyed, prompt, scores, ev.scoring != "expected"
+    return template.keys, template.prompt, scores, ev.scoring != "expected"
 
 
 def plain_scores(share: Prepared) -> dict[str, float] | None:

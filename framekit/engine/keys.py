@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple
 
+from framekit._errors import RecordError
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest
@@ -79,6 +80,39 @@ class RenderedKeys:
         h = self.start.copy()
         h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + self.tail)
         return "chat:" + h.hexdigest()
+
+
+class TemplateKeys(NamedTuple):
+    """What keying an evaluator's requests from their user message needs (:func:`template_keys`)."""
+
+    keys: RenderedKeys
+    #: The request built for the record checked, and its user message as rendered.
+    request: ChatRequest
+    render: Callable[[Mapping[str, Any]], str]
+    prompt: str
+
+
+def template_keys(
+    evaluator: Evaluator, prefix: bytes, fields: Mapping[str, Any]
+) -> TemplateKeys | None:
+    """:class:`RenderedKeys` for ``evaluator``'s requests when its prompt is a plain
+    template (:meth:`RubricEvaluator.prompt_renderer
+    <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`), checked on one record's
+    ``fields``: the request built for it must hash as its other messages then the rendered
+    one. ``None`` for any other evaluator, or when that record's request cannot be built."""
+    renderer = getattr(evaluator, "prompt_renderer", None)
+    render = renderer() if renderer is not None else None
+    if render is None:
+        return None
+    try:
+        request = evaluator.build_request(fields)
+        prompt = render(fields)
+    except RecordError:
+        return None
+    keys = RenderedKeys(prefix, request)
+    if keys(prompt) != chat_key(prefix, request):
+        return None
+    return TemplateKeys(keys, request, render, prompt)
 
 
 #: (prefix, role, content) of a first message -> the hash state after it.

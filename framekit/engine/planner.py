@@ -38,7 +38,7 @@ from framekit.engine.cached_columns import (
 from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor, Outcome
-from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
+from framekit.engine.keys import chat_key, chat_prefix, template_keys
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import (
@@ -136,22 +136,16 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         are then sent as built from the same renderer (:func:`_sender`: half the cost of
         ``build_request``). ``False`` (nothing planned) for any other evaluator, or when
         the first record's request is not what the renderer assumes."""
-        renderer = getattr(share.evaluator, "prompt_renderer", None)
-        render = renderer() if renderer is not None else None
-        if render is None or not pending:
+        if not pending:
             return False
         first = pending[0]
         assert first.fields is not None
-        try:
-            request = share.evaluator.build_request(first.fields)
-        except RecordError:
-            return False  # the usual loop settles it with its error
-        keys = RenderedKeys(prefix, request)
-        # The byte stream is chat_key's only if the request is the other messages, then
-        # the rendered one: checked on the first record (the requests sent are always
-        # build_request's; only the keys come from here).
-        if keys(render(first.fields)) != chat_key(prefix, request):
+        # (None: not a plain template, or the first record's request is not built so; the
+        # usual loop plans it, settling a record that cannot be built with its error)
+        template = template_keys(share.evaluator, prefix, first.fields)
+        if template is None:
             return False
+        keys, request, render = template.keys, template.request, template.render
         self._senders[id(share)] = _sender(request, render)
         ident = (id(judge), id(request.schema), request.schema_name,
                  request.label_field, request.choices)  # fmt: skip

@@ -130,6 +130,12 @@ class Record:
             progress(self.weight, kind)
 
 
+def embeds_answers(ev: Evaluator) -> bool:
+    """Whether ``ev``'s verdict follows embeddings of an LLM judge's answers
+    (AnswerRelevancy's regenerated questions)."""
+    return type(ev).embedding_texts is not Evaluator.embedding_texts
+
+
 @dataclass(slots=True, eq=False)
 class Answered:
     """Cached answers of a share's distinct rows, read as columns rather than into a
@@ -211,7 +217,7 @@ class Prepared:
     @property
     def embeds_answers(self) -> bool:
         """Whether an LLM judge's answers are embedded before the verdict."""
-        return type(self.evaluator).embedding_texts is not Evaluator.embedding_texts
+        return embeds_answers(self.evaluator)
 
     def build_records(self, rows: Sequence[int] | None = None) -> None:
         """Build the records of the distinct rows not built yet (:attr:`unbuilt`): those of
@@ -425,7 +431,7 @@ def _vouched(
     vouch = getattr(ev, "prepared_as_given", None)
     if vouch is None or not isinstance(judge, Judge):
         return None
-    if type(ev).embedding_texts is not Evaluator.embedding_texts:  # (Prepared.embeds_answers)
+    if embeds_answers(ev):
         return None
     given: list[bool] | None = vouch(distinct)
     return given
