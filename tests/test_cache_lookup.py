@@ -15,7 +15,7 @@ from pathlib import Path
 import diskcache
 import pytest
 
-from framekit.engine import cache as cache_module
+from framekit.engine import cache_table
 from framekit.engine.cache import Cache
 
 ENTRY = {"answer": {"label": "relevant", "explanation": "names it"}, "tokens": 3}
@@ -40,10 +40,18 @@ def _fill(path: Path) -> dict[str, object]:
     return values
 
 
-def test_chunked_lookup_returns_exactly_what_get_returns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(cache_module, "LOOKUP_CHUNK", 2)  # several chunks, a partial one
+@pytest.fixture(params=["chunks", "whole table"])
+def reading(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test runs with both ways of reading many keys: several chunks (a partial
+    one among them), and the whole table read in several batches."""
+    monkeypatch.setattr(cache_table, "LOOKUP_CHUNK", 2)
+    monkeypatch.setattr(cache_table, "SCAN_ROWS", 3)
+    share = 0.0 if request.param == "whole table" else float("inf")
+    monkeypatch.setattr(cache_table, "SCAN_SHARE", share)
+    return str(request.param)
+
+
+def test_lookup_returns_exactly_what_get_returns(tmp_path: Path, reading: str) -> None:
     values = _fill(tmp_path / "c")
     keys = [*values, "chat:expired", "chat:absent"]
     store = diskcache.Cache(str(tmp_path / "c"))
@@ -54,7 +62,7 @@ def test_chunked_lookup_returns_exactly_what_get_returns(
 
 
 def test_a_corrupt_entry_is_a_miss_for_both_lookups_and_the_others_still_hit(
-    tmp_path: Path,
+    tmp_path: Path, reading: str
 ) -> None:
     _fill(tmp_path / "c")
     with sqlite3.connect(tmp_path / "c" / "cache.db") as con:  # a truncated pickle
@@ -69,7 +77,7 @@ def test_a_corrupt_entry_is_a_miss_for_both_lookups_and_the_others_still_hit(
     assert cache.enabled  # one bad entry does not turn the cache off
 
 
-def test_a_value_file_deleted_under_the_cache_is_a_miss(tmp_path: Path) -> None:
+def test_a_value_file_deleted_under_the_cache_is_a_miss(tmp_path: Path, reading: str) -> None:
     _fill(tmp_path / "c")
     for value_file in (tmp_path / "c").rglob("*.val"):
         value_file.unlink()
@@ -91,8 +99,8 @@ def test_a_cache_that_counts_hits_is_read_key_by_key_so_its_counters_move(
     reopened.close()
 
 
-def test_answers_written_during_the_run_are_found_by_the_next_chunked_lookup(
-    tmp_path: Path,
+def test_answers_written_during_the_run_are_found_by_the_next_lookup(
+    tmp_path: Path, reading: str
 ) -> None:
     cache = Cache(tmp_path / "c")
     assert cache.get_many(["chat:a"]) == {}
@@ -129,3 +137,20 @@ def test_a_foreign_value_under_a_runs_key_is_asked_again_and_overwritten(
     assert run is not None and run.cache_hits == 4
     again = Cache(tmp_path).get_many([keys[0], keys[1]])
     assert all(isinstance(v, dict) and v["answer"] for v in again.values()) and len(again) == 2
+
+
+def test_the_caller_may_use_the_cache_between_the_batches_of_a_whole_table_read(
+    tmp_path: Path, reading: str
+) -> None:
+    values = _fill(tmp_path / "c")
+    cache = Cache(tmp_path / "c")
+    found: dict[str, object] = {}
+    written = []
+    for batch in cache.lookup(list(values)):
+        found.update(batch)
+        assert cache.get("chat:small") == ENTRY  # a read meanwhile does not wait on the lookup
+        written.append(f"chat:new{len(written)}")
+        cache.set(written[-1], ENTRY)  # nor does a write
+    assert found == values
+    assert len(written) > 1  # (the lookup came in several batches)
+    assert cache.get_many(written) == dict.fromkeys(written, ENTRY)

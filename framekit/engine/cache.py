@@ -16,7 +16,6 @@ import errno
 import hashlib
 import json
 import os
-import pickle
 import shutil
 import sqlite3
 import threading
@@ -28,6 +27,7 @@ from typing import Any
 import diskcache
 
 from framekit.engine.cache_rows import RowWriter, writes_plainly
+from framekit.engine.cache_table import LOOKUP_CHUNK, UNREADABLE, ReadOnlyStore, TableReader
 from framekit.engine.notice import warn
 
 _ENV_DIR = "FRAMEKIT_CACHE_DIR"
@@ -98,12 +98,12 @@ class Cache:
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self._store: diskcache.Cache | _ReadOnlyStore | None = None
+        self._store: diskcache.Cache | ReadOnlyStore | None = None
         self._disabled_reason: str | None = None
         self._moved_aside = False
         #: Values written by this object so far (what an interrupted run kept).
         self.saved = 0
-        self._table: _Table | None = None
+        self._table: TableReader | None = None
         self._table_store: object = None
         self._rows: RowWriter | None = None
         self._rows_store: object = None
@@ -126,7 +126,7 @@ class Cache:
         """Serve the answers of a cache this process may not write (shared, mounted
         read-only, another user's), saying once that nothing new will be saved."""
         try:
-            store = _ReadOnlyStore(self.path)
+            store = ReadOnlyStore(self.path)
             count = len(store)
         except (*_CACHE_ERRORS, ValueError, TypeError):
             return False  # nothing to read either: uncached, as for any unusable cache
@@ -140,7 +140,7 @@ class Cache:
     def _failed(self, exc: BaseException) -> None:
         """One place decides: move a corrupt database aside (once), else stop caching."""
         # A read-only cache is never moved: it is not this process's to move.
-        read_only = isinstance(self._store, _ReadOnlyStore)
+        read_only = isinstance(self._store, ReadOnlyStore)
         if _is_corrupt(exc) and not self._moved_aside and not read_only:
             self._moved_aside = True
             self._move_aside(exc)
@@ -187,7 +187,7 @@ class Cache:
     @property
     def writable(self) -> bool:
         """Whether answers are saved (False for a read-only cache, which is still read)."""
-        return self._store is not None and not isinstance(self._store, _ReadOnlyStore)
+        return self._store is not None and not isinstance(self._store, ReadOnlyStore)
 
     def get(self, key: str) -> Any:
         """One value, or ``None`` when absent (or the cache is unusable)."""
@@ -208,14 +208,17 @@ class Cache:
         return hits
 
     def lookup(self, keys: Iterable[str]) -> Iterator[dict[str, Any]]:
-        """The hits among ``keys``, one dict per chunk of :data:`LOOKUP_CHUNK` keys, so
-        that a caller can use each chunk's answers and let them go before the next are
-        read (a million cached answers decoded at once would be gigabytes).
+        """The hits among ``keys``, a dict at a time, so that a caller can use each
+        batch of answers and let it go before the next is read (a million cached answers
+        decoded at once would be gigabytes).
 
-        One SQL query per chunk against diskcache's ``Cache`` table (:class:`_Table`),
+        diskcache's ``Cache`` table is read straight with sqlite3
+        (:meth:`TableReader.find <framekit.engine.cache_table.TableReader.find>`: one query
+        per chunk of keys, or the whole table once when many of its rows are asked),
         decoded as diskcache's own ``Disk`` decodes, which is what ``get()`` returns key by
         key; a store whose settings make ``get()`` more than a read (statistics, a
-        least-recently-used policy) is read key by key instead.
+        least-recently-used policy) is read key by key instead, a chunk of
+        :data:`~framekit.engine.cache_table.LOOKUP_CHUNK` keys per dict.
         """
         store = self._store
         if store is None:
@@ -223,13 +226,12 @@ class Cache:
         try:
             table = self._table_of(store)
             keys = keys if isinstance(keys, list) else list(keys)
+            if table is not None:
+                yield from table.find(keys)
+                return
             for start in range(0, len(keys), LOOKUP_CHUNK):
-                chunk = keys[start : start + LOOKUP_CHUNK]
-                if table is not None:
-                    yield table.get_many(chunk)
-                    continue
                 found = {}
-                for key in chunk:
+                for key in keys[start : start + LOOKUP_CHUNK]:
                     value = _get(store, key)
                     if value is not None:
                         found[key] = value
@@ -237,16 +239,16 @@ class Cache:
         except _CACHE_ERRORS as exc:
             self._failed(exc)
 
-    def _table_of(self, store: diskcache.Cache | _ReadOnlyStore) -> _Table | None:
+    def _table_of(self, store: diskcache.Cache | ReadOnlyStore) -> TableReader | None:
         """The table reader of ``store``, when reading its rows is all ``get()`` does."""
-        if isinstance(store, _ReadOnlyStore):
+        if isinstance(store, ReadOnlyStore):
             return store.table
         if store is not self._table_store:  # first use, or a store reopened since
             if self._table is not None:
                 self._table.close()
             self._table_store, self._table = store, None
             if _plain_reads(store):
-                self._table = _Table(Path(store.directory), store.disk)
+                self._table = TableReader(Path(store.directory), store.disk)
         return self._table
 
     def _gone(self) -> bool:
@@ -352,21 +354,11 @@ class Cache:
         return f"Cache({str(self.path)!r}{state})"
 
 
-#: Keys per SQL query of :meth:`Cache.get_many` (SQLite takes 999 parameters at least).
-LOOKUP_CHUNK = 900
-
-#: What decoding a value can raise besides a missing value file: a corrupt or foreign
-#: pickle. Such an entry is a miss (it will be asked again and overwritten), never a
-#: crash of the run.
-_UNREADABLE = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
-               TypeError, ValueError, UnicodeDecodeError)  # fmt: skip
-
-
-def _get(store: diskcache.Cache | _ReadOnlyStore, key: str) -> Any:
+def _get(store: diskcache.Cache | ReadOnlyStore, key: str) -> Any:
     """``store.get(key)``, an entry that cannot be decoded being a miss."""
     try:
         return store.get(key)
-    except _UNREADABLE:
+    except UNREADABLE:
         return None
 
 
@@ -376,147 +368,6 @@ def _plain_reads(store: diskcache.Cache) -> bool:
     key and value encoding."""
     policy = diskcache.core.EVICTION_POLICY.get(store.eviction_policy, {"get": "?"})
     return not store.statistics and policy["get"] is None and type(store.disk) is diskcache.Disk
-
-
-#: How much of the database file the table reader maps into memory (sqlite's
-#: ``mmap_size``), so that reading a page is no system call: the file of a million cached
-#: answers is ~330 MB, and mapping all of it made a chunked lookup ~2 µs a key (a quarter)
-#: cheaper there; diskcache's own 64 MB mapping gained nothing. The pages are the
-#: operating system's file cache (shared, dropped under memory pressure), though the
-#: process's RSS counts those it has read.
-READ_MAP_BYTES = 1 << 30
-
-
-class _Table:
-    """diskcache's ``Cache`` table read with sqlite3 (never written), one query per chunk
-    of keys, each value decoded by the store's :class:`diskcache.Disk` as
-    ``diskcache.Cache.get`` does: string keys are stored as they are (``raw = 1``), a
-    value as raw text or bytes, a pickle in the row, or a file beside the database.
-    """
-
-    def __init__(self, path: Path, disk: diskcache.Disk, uri: str | None = None) -> None:
-        self._uri = uri or f"{(path / 'cache.db').absolute().as_uri()}?mode=ro"
-        self.disk = disk
-        self._lock = threading.Lock()  # one connection, shared by the run's threads
-        self._con: sqlite3.Connection | None = None
-
-    def connection(self) -> sqlite3.Connection:
-        """The open connection; (re)opened on first use, and after :meth:`close`."""
-        if self._con is None:
-            con = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
-            try:
-                con.execute(f"PRAGMA mmap_size = {READ_MAP_BYTES}").fetchall()
-                con.execute("SELECT rowid FROM Cache LIMIT 1").fetchall()
-            except sqlite3.Error:
-                con.close()
-                raise
-            self._con = con
-        return self._con
-
-    def get_many(self, keys: list[str]) -> dict[str, Any]:
-        """The hits among ``keys`` (at most 999 of them), as ``get()`` would give them."""
-        text = [k for k in keys if type(k) is str]
-        hits: dict[str, Any] = {}
-        if len(text) < len(keys):  # other keys are pickled by diskcache: one by one
-            for key in keys:
-                if type(key) is not str:
-                    value = self.get(key)
-                    if value is not None:
-                        hits[key] = value
-        if not text:
-            return hits
-        marks = ",".join("?" * len(text))
-        with self._lock:
-            rows = (
-                self.connection()
-                .execute(
-                    f"SELECT key, mode, filename, value FROM Cache WHERE key IN ({marks})"
-                    " AND raw = 1 AND (expire_time IS NULL OR expire_time > ?)",
-                    (*text, time.time()),
-                )
-                .fetchall()
-            )
-        fetch = self.disk.fetch
-        # A pickle in the row is what diskcache's own Disk reads with pickle.load over a
-        # BytesIO: unpickled straight from the bytes here (most of a lookup's time).
-        inline = type(self.disk) is diskcache.Disk
-        loads = pickle.loads
-        for key, mode, filename, value in rows:
-            try:
-                if inline and mode == diskcache.core.MODE_PICKLE and value is not None:
-                    hits[key] = loads(value)
-                else:
-                    hits[key] = fetch(mode, filename, value, False)
-            except OSError:  # its value file is gone: a miss, as for diskcache
-                continue
-            except _UNREADABLE:
-                continue
-        return hits
-
-    def get(self, key: Any) -> Any:
-        """One value, or ``None``."""
-        db_key, raw = self.disk.put(key)
-        with self._lock:
-            rows = (
-                self.connection()
-                .execute(
-                    "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
-                    " AND (expire_time IS NULL OR expire_time > ?)",
-                    (db_key, raw, time.time()),
-                )
-                .fetchall()
-            )
-        if not rows:
-            return None
-        ((mode, filename, value),) = rows
-        try:
-            return self.disk.fetch(mode, filename, value, False)
-        except OSError:  # its value file is gone: a miss, as for diskcache
-            return None
-
-    def close(self) -> None:
-        with self._lock:
-            if self._con is not None:
-                self._con.close()
-                self._con = None
-
-
-class _ReadOnlyStore:
-    """A diskcache directory read in place, for a process that may not write it.
-
-    ``diskcache.Cache`` cannot open such a directory (it creates its tables and sets its
-    settings on open), so its table is read by a :class:`_Table` with the
-    :class:`diskcache.Disk` its settings describe. Opened ``mode=ro`` when SQLite can use
-    the WAL index beside it; else (no ``-shm`` file, and none may be created: a cache
-    closed cleanly) as an ``immutable`` file, which is what the database file holds
-    (answers left only in a ``-wal`` file would be missed).
-    """
-
-    def __init__(self, path: Path) -> None:
-        if not (path / "cache.db").is_file():
-            raise sqlite3.OperationalError("unable to open database file")
-        uri = (path / "cache.db").absolute().as_uri()
-        disk = diskcache.Disk(str(path))
-        try:
-            table = _Table(path, disk, f"{uri}?mode=ro")
-            con = table.connection()
-        except sqlite3.OperationalError:
-            table = _Table(path, disk, f"{uri}?immutable=1")
-            con = table.connection()
-        settings = dict(con.execute("SELECT key, value FROM Settings").fetchall())
-        options = {k[5:]: v for k, v in settings.items() if str(k).startswith("disk_")}
-        table.disk = diskcache.Disk(str(path), **options)
-        self.table = table
-        self._count = int(settings.get("count") or 0)
-
-    def get(self, key: str) -> Any:
-        return self.table.get(key)
-
-    def __len__(self) -> int:
-        return self._count
-
-    def close(self) -> None:
-        self.table.close()
 
 
 class NullCache(Cache):
