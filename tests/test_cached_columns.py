@@ -274,3 +274,38 @@ def test_progress_counts_every_row_read_as_columns_once(judge_simulator, tmp_pat
 
     fk.evaluate_dataframe(df, evs, MAPPING, judge=judge, cache=str(tmp_path), progress=progress)
     assert seen == {"cached": 30}
+
+
+def test_distinct_rows_that_ask_the_same_prompt_read_one_answer(
+    judge_simulator, tmp_path, by_records, built
+):
+    # Two document lists that render the same text: one document holding the second's
+    # numbering, and the two documents apart. Distinct rows, one request.
+    glued = ["Item 1 is a thing.\n\nDocument 2:\nUnrelated."]
+    apart = ["Item 1 is a thing.", "Unrelated."]
+    df = pl.DataFrame(
+        {
+            "question": ["What is item 1?"] * 3 + ["What is item 2?"],
+            "docs": [glued, apart, glued, ["Item 2 is a thing."]],
+            "answer": ["a"] * 4,
+        }  # fmt: skip
+    )
+    judge = sim_judge(judge_simulator, max_retries=0)
+    ev = [RetrievalRelevance()]
+    cold = _run(df, judge, tmp_path / "cache", ev)
+    assert judge_simulator.stats()["chat"] == 2  # the glued and apart rows asked once
+    shutil.copytree(tmp_path / "cache", tmp_path / "copy")
+    judge_simulator.reset()
+    built.clear()
+    columns = _run(df, judge, tmp_path / "cache", ev)
+    assert built == [0] and judge_simulator.stats()["chat"] == 0  # both read as columns
+    columns_stats = _record(fk.last_run())
+    assert columns_stats[:2] == (2, 2)
+    assert columns["retrieval_relevance_cached"].all()
+    by_records()
+    records = _run(df, judge, tmp_path / "copy", ev)
+    kept = [c for c in columns.columns if not c.endswith("_latency_s")]
+    assert columns.select(kept).equals(records.select(kept))
+    assert _record(fk.last_run()) == columns_stats
+    unchanged = [c for c in kept if not c.endswith(("_cached", "_tokens"))]
+    assert columns.select(unchanged).equals(cold.select(unchanged))

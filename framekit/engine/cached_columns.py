@@ -18,6 +18,7 @@ re-run's time.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from framekit.engine.cache import Cache
@@ -41,54 +42,112 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
     if reading is None or weights is None or distinct is None:
         share.build_records()
         return
-    keyed, first_prompt, scores, by_label = reading
-    column = share.evaluator.prompt_column  # type: ignore[attr-defined]
-    count = distinct.height
-    value: list[float | None] = [None] * count
-    label: list[str | None] = [None] * count
-    explanation: list[str | None] = [None] * count
-    confidence: list[float | None] = [None] * count
-    tokens: list[int | None] = [None] * count
-    cost: list[float | None] = [None] * count
-    rows = confident = 0
+    keys = _keys(share, reading)
+    if keys is None:
+        share.build_records()  # polars's text is not the renderer's: nothing read
+        return
+    _, _, scores, by_label = reading
+    answered = Answered.empty(distinct.height)
+    # Distinct rows may still ask the same prompt: each key is read into its first row,
+    # and copied to the others ("twins") once the lookup is done. (The dict is built from
+    # the last row up, so that each key's first row is the one it keeps.)
+    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+    first.pop(None, None)  # type: ignore[call-overload]
+    asked = len(keys) - keys.count(None)
+    twins = [] if len(first) == asked else [
+        i for i, key in enumerate(keys) if key is not None and first[key] != i
+    ]  # fmt: skip
+    for found in cache.lookup(list(first)):
+        rows = _read_found(found, first, keys, answered, weights, scores, by_label, read)
+        if rows:
+            progress(rows, "cached")
+    twins_read = 0
+    for i in twins:
+        source = first[keys[i]]  # type: ignore[index]
+        if answered.label[source] is not None:
+            for column in answered.columns():
+                column[i] = column[source]
+            twins_read += weights[i]
+            if answered.confidence[i] is not None:
+                answered.confident_rows += weights[i]
+        elif keys[source] is None:
+            keys[i] = None  # (its entry is read the general way, as its twin's)
+    answered.rows += twins_read
+    if twins_read:
+        progress(twins_read, "cached")
+    if answered.rows:  # (a cold run reads none: its records are built as they would have been)
+        share.answered = answered
     # The rows left to records, each with its key where the cache has no entry under it.
-    unread: list[tuple[int, str | None]] = []
-    for begin in range(0, count, RENDER_SLICE):
-        prompts: list[str | None] | None = column(distinct.slice(begin, RENDER_SLICE))
-        if begin == 0 and (prompts is None or prompts[0] != first_prompt):
-            share.build_records()  # polars's text is not the renderer's: nothing read
-            return
-        if prompts is None:
-            unread.extend((i, None) for i in range(begin, min(begin + RENDER_SLICE, count)))
-            continue
-        # (None: rendered from its prepared record, by the plan)
-        keys = [keyed(user) if user is not None else None for user in prompts]
-        hits = cache.get_many([key for key in keys if key is not None])
-        answered_rows = 0
-        for i, key in enumerate(keys, begin):
-            entry = hits.get(key) if key is not None else None
-            answer = plain_reading(entry) if entry is not None else None
-            if answer is None or not reads(scores, by_label, answer):
-                unread.append((i, key if entry is None else None))  # (an entry: read otherwise)
-                continue
-            assert key is not None
-            label[i], explanation[i], confidence[i] = answer
-            value[i] = scores[answer[0]]
-            tokens[i], cost[i] = entry.get("tokens", 0), entry.get("cost_usd")  # type: ignore[union-attr]
-            answered_rows += weights[i]
-            if answer[2] is not None:
-                confident += weights[i]
-            read.add(key)
-        rows += answered_rows
-        if answered_rows:
-            progress(answered_rows, "cached")
-    if rows:  # (a cold run reads none: its records are built as they would have been)
-        share.answered = Answered(
-            value, label, explanation, confidence, tokens, cost, rows, confident
-        )
+    unread = [(i, key) for i, key in enumerate(keys) if answered.label[i] is None]
     share.build_records([i for i, _ in unread])
     for record, (_, key) in zip(share.records, unread):
         record.missed_key = key
+
+
+def _read_found(
+    found: dict[str, Any],
+    first: dict[str, int],
+    keys: list[str | None],
+    answered: Answered,
+    weights: list[int],
+    scores: Mapping[str, float],
+    by_label: bool,
+    read: set[str],
+) -> int:
+    """Read the cached ``found`` entries into ``answered`` (at each key's ``first`` row);
+    ``keys`` forgets the key of an entry the bulk reading leaves to the plan. Returns the
+    rows answered. (The columns are bound to names once: this runs a million times in a
+    re-run of a million rows.)"""
+    value, label, explanation, confidence, tokens, cost = answered.columns()
+    rows = confident = 0
+    add = read.add
+    for key, entry in found.items():
+        i = first[key]
+        answer = plain_reading(entry)
+        if answer is None or not reads(scores, by_label, answer):
+            keys[i] = None  # an entry: the plan reads it the general way
+            continue
+        label[i], explanation[i], confidence[i] = answer
+        value[i] = scores[answer[0]]
+        tokens[i], cost[i] = entry.get("tokens", 0), entry.get("cost_usd")
+        weight = weights[i]
+        rows += weight
+        if answer[2] is not None:
+            confident += weight
+        add(key)
+    answered.rows += rows
+    answered.confident_rows += confident
+    return rows
+
+
+def _keys(
+    share: Prepared, reading: tuple[RenderedKeys, str, dict[str, float], bool]
+) -> list[str | None] | None:
+    """The cache key of each of ``share``'s distinct rows, rendered by polars
+    :data:`RENDER_SLICE` rows at a time (``None``: a row whose text polars leaves to the
+    renderer, keyed by the plan from its record); ``None`` when polars's first prompt is
+    not the renderer's."""
+    keyed, first_prompt, _, _ = reading
+    column = share.evaluator.prompt_column  # type: ignore[attr-defined]
+    distinct = share.distinct
+    assert distinct is not None
+    keys: list[str | None] = []
+    slices = [
+        distinct.slice(begin, RENDER_SLICE) for begin in range(0, distinct.height, RENDER_SLICE)
+    ]
+    # polars renders the next slice (in its own threads, without the GIL) while this
+    # thread hashes the prompts of the one before: on two cores that hid most of the
+    # rendering's time.
+    with ThreadPoolExecutor(1, thread_name_prefix="framekit-render") as renders:
+        rendered = renders.map(column, slices)
+        for begin, (rows, prompts) in enumerate(zip(slices, rendered)):
+            if begin == 0 and (prompts is None or prompts[0] != first_prompt):
+                return None
+            if prompts is None:
+                keys.extend([None] * rows.height)
+            else:
+                keys.extend([keyed(user) if user is not None else None for user in prompts])
+    return keys
 
 
 def _reading(

@@ -155,6 +155,16 @@ class Answered:
     rows: int = 0
     confident_rows: int = 0
 
+    @classmethod
+    def empty(cls, count: int) -> Answered:
+        """No row of ``count`` answered yet."""
+        return cls(*([None] * count for _ in range(6)))  # type: ignore[arg-type]
+
+    def columns(self) -> tuple[list[Any], ...]:
+        """The six lists, one per result column (a row is copied across all of them)."""
+        return (self.value, self.label, self.explanation, self.confidence, self.tokens,
+                self.cost_usd)  # fmt: skip
+
     def column(self, kind: str, model: str) -> list[Any]:
         """The answered rows' values of result column ``kind`` (``"score"``, ``"label"``,
         ..., ``"judge"``: ``model``), ``None`` elsewhere; a new list."""
