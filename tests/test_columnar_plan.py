@@ -24,6 +24,7 @@ from framekit.evaluators import (
     RetrievalRelevance,
     RubricEvaluator,
 )
+from framekit.evaluators._prompt import UNROLLED_DOCUMENTS
 from framekit.evaluators.retrieval import _ContextEvaluator
 from tests.helpers import sim_judge
 
@@ -227,9 +228,13 @@ def test_the_renderer_gives_build_requests_user_message_for_every_record():
     assert Coherence().prompt_renderer() is None  # its own build_request
 
 
-def test_prompts_rendered_by_polars_are_the_renderers_or_left_to_it():
+@pytest.mark.parametrize("longest", [2, UNROLLED_DOCUMENTS, UNROLLED_DOCUMENTS + 1])
+def test_prompts_rendered_by_polars_are_the_renderers_or_left_to_it(longest: int):
+    # (Lists of documents are numbered a position at a time up to UNROLLED_DOCUMENTS
+    # long, by list.eval beyond: the longest list of the frame decides which.)
     texts = [*LOOK_ALIKES, "plain", "two\nlines\tand tabs", "", "  ", None, "a } and { brace"]
     docs = [[t, "other"] for t in texts if t is not None] + [[], None, ["x", None], ["", "y"]]
+    docs.append([f"doc {i}" for i in range(longest)])
     frame = pl.DataFrame(
         [{"input": q, "output": q, "context": d, "reference": d} for q in texts for d in docs]
     )
