@@ -20,7 +20,7 @@ import shutil
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -208,7 +208,7 @@ class Cache:
         return hits
 
     def lookup(self, keys: Iterable[str]) -> Iterator[dict[str, Any]]:
-        """The hits among ``keys``, a dict at a time, so that a caller can use each
+        """The hits among ``keys`` (a set or dict of keys is read as it is), a dict at a time, so that a caller can use each
         batch of answers and let it go before the next is read (a million cached answers
         decoded at once would be gigabytes).
 
@@ -225,10 +225,10 @@ class Cache:
             return
         try:
             table = self._table_of(store)
-            keys = keys if isinstance(keys, list) else list(keys)
             if table is not None:
-                yield from table.find(keys)
+                yield from table.find(keys if isinstance(keys, Collection) else list(keys))
                 return
+            keys = keys if isinstance(keys, list) else list(keys)
             for start in range(0, len(keys), LOOKUP_CHUNK):
                 found = {}
                 for key in keys[start : start + LOOKUP_CHUNK]:

@@ -23,7 +23,7 @@ import pickle
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Container, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +98,18 @@ class TableReader:
             self._con = self._connect()
         return self._con
 
-    def find(self, keys: list[Any]) -> Iterator[dict[str, Any]]:
-        """The hits among ``keys``, a dict at a time (per chunk of keys, or per
-        :data:`SCAN_ROWS` rows of a whole-table read): each can be used and let go before
-        the next is read."""
+    def find(self, keys: Collection[Any]) -> Iterator[dict[str, Any]]:
+        """The hits among ``keys`` (a list, or a set or dict of them: a whole-table read
+        then tests its rows against it as it is), a dict at a time (per chunk of keys, or
+        per :data:`SCAN_ROWS` rows of a whole-table read): each can be used and let go
+        before the next is read."""
         text = [k for k in keys if type(k) is str]
         if len(text) < len(keys):  # other keys are pickled by diskcache: one by one
             odd = ((key, self.get(key)) for key in keys if type(key) is not str)
             yield {key: value for key, value in odd if value is not None}
         if len(text) > LOOKUP_CHUNK and reads_whole_table(len(text), self.count()):
-            yield from self._scan(set(text))
+            keyed = isinstance(keys, (set, frozenset, dict)) and len(text) == len(keys)
+            yield from self._scan(keys if keyed else set(text))  # type: ignore[arg-type]
             return
         for start in range(0, len(text), LOOKUP_CHUNK):
             yield self.get_many(text[start : start + LOOKUP_CHUNK])
@@ -134,7 +136,7 @@ class TableReader:
             )
         return self._decoded(rows)
 
-    def _scan(self, wanted: set[str]) -> Iterator[dict[str, Any]]:
+    def _scan(self, wanted: Container[str]) -> Iterator[dict[str, Any]]:
         # A connection of its own, outside the lock: the caller works between batches,
         # and may look a key up meanwhile. The read is one snapshot of the table.
         con = self._connect()
@@ -143,22 +145,27 @@ class TableReader:
                 f"SELECT key, mode, filename, value FROM Cache WHERE {_LIVE}", (time.time(),)
             )
             while batch := rows.fetchmany(SCAN_ROWS):
-                hits = self._decoded([row for row in batch if row[0] in wanted])
+                hits = self._decoded(batch, wanted)
                 if hits:
                     yield hits
         finally:
             con.close()
 
-    def _decoded(self, rows: list[tuple[str, int, str | None, Any]]) -> dict[str, Any]:
+    def _decoded(
+        self, rows: list[tuple[str, int, str | None, Any]], wanted: Container[str] | None = None
+    ) -> dict[str, Any]:
+        """The values of ``rows`` (those whose key is ``wanted``, when given) by key."""
         hits: dict[str, Any] = {}
         fetch = self.disk.fetch
         # A pickle in the row is what diskcache's own Disk reads with pickle.load over a
         # BytesIO: unpickled straight from the bytes here (most of a lookup's time).
         inline = type(self.disk) is diskcache.Disk
-        loads = pickle.loads
+        loads, in_row = pickle.loads, diskcache.core.MODE_PICKLE
         for key, mode, filename, value in rows:
+            if wanted is not None and key not in wanted:
+                continue
             try:
-                if inline and mode == diskcache.core.MODE_PICKLE and value is not None:
+                if inline and mode == in_row and value is not None:
                     hits[key] = loads(value)
                 else:
                     hits[key] = fetch(mode, filename, value, False)

@@ -51,13 +51,13 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
     # Distinct rows may still ask the same prompt: each key is read into its first row,
     # and copied to the others ("twins") once the lookup is done. (The dict is built from
     # the last row up, so that each key's first row is the one it keeps.)
-    first = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
-    first.pop(None, None)  # type: ignore[call-overload]
+    first: dict[Any, int] = dict(zip(reversed(keys), range(len(keys) - 1, -1, -1)))
+    first.pop(None, None)
     asked = len(keys) - keys.count(None)
     twins = [] if len(first) == asked else [
         i for i, key in enumerate(keys) if key is not None and first[key] != i
     ]  # fmt: skip
-    for found in cache.lookup(list(first)):
+    for found in cache.lookup(first):  # (the whole table read tests its rows against it)
         rows = _read_found(found, first, keys, answered, weights, scores, by_label, read)
         if rows:
             progress(rows, "cached")
@@ -78,7 +78,8 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
     if answered.rows:  # (a cold run reads none: its records are built as they would have been)
         share.answered = answered
     # The rows left to records, each with its key where the cache has no entry under it.
-    unread = [(i, key) for i, key in enumerate(keys) if answered.label[i] is None]
+    label = answered.label
+    unread = [(i, key) for i, key in enumerate(keys) if label[i] is None] if None in label else []
     share.build_records([i for i, _ in unread])
     for record, (_, key) in zip(share.records, unread):
         record.missed_key = key
@@ -139,9 +140,13 @@ def _keys(
     # thread hashes the prompts of the one before: on two cores that hid most of the
     # rendering's time.
     with ThreadPoolExecutor(1, thread_name_prefix="framekit-render") as renders:
-        rendered = renders.map(column, slices)
-        for begin, (rows, prompts) in enumerate(zip(slices, rendered)):
-            if begin == 0 and (prompts is None or prompts[0] != first_prompt):
+        ahead = renders.submit(column, slices[0]) if slices else None
+        for n, rows in enumerate(slices):
+            assert ahead is not None
+            prompts: list[str | None] | None = ahead.result()
+            # (one slice ahead, no more: the prompts of one slice are held at a time)
+            ahead = renders.submit(column, slices[n + 1]) if n + 1 < len(slices) else None
+            if n == 0 and (prompts is None or prompts[0] != first_prompt):
                 return None
             if prompts is None:
                 keys.extend([None] * rows.height)
