@@ -216,7 +216,15 @@ def test_each_stage_of_a_batch_cascade_is_one_batch_of_its_rows(sim, tmp_path):
     assert out[f"{NAME}_error"].null_count() == out.height
 
 
-def test_without_waiting_each_call_moves_a_batch_cascade_one_stage_on(sim, tmp_path):
+def test_without_waiting_each_call_moves_a_batch_cascade_one_stage_on(tmp_path):
+    # A batch here takes a second, far longer than submitting one takes even on a busy
+    # machine (with the module's 0.05 s, a run under load found its new batch done
+    # before it returned, and so raised nothing), and the test waits past it.
+    with JudgeSimulator(SimulatorConfig(noisy_judges=NOISY, batch_seconds=1.0)) as sim:
+        _moves_one_stage_per_call(sim, tmp_path)
+
+
+def _moves_one_stage_per_call(sim: JudgeSimulator, tmp_path) -> None:
     df = truth_frame(40)
     stages = [batch_judge(sim, f"openai/{m}", wait=False) for m in ("weak", "strong")]
     cascade = fk.Cascade(stages, [0.8])
@@ -224,7 +232,7 @@ def test_without_waiting_each_call_moves_a_batch_cascade_one_stage_on(sim, tmp_p
         with pytest.raises(fk.BatchPending):
             score(df, cascade, tmp_path)
         assert sim.stats()["batch"]["batches_created"] == submitted
-        time.sleep(0.3)
+        time.sleep(1.2)
     out = score(df, cascade, tmp_path, details=True)
     assert sim.stats()["batch"]["batches_created"] == 2
     by_model = sim.stats()["by_model"]
