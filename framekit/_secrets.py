@@ -16,6 +16,7 @@ Log records are redacted where they are created (:func:`install_log_redaction`),
 from __future__ import annotations
 
 import base64
+import functools
 import logging
 import os
 import re
@@ -173,7 +174,9 @@ def collect_secrets(
     return tuple(sorted(unique, key=lambda s: (-len(s), s)))
 
 
-def _variants(secret: str) -> list[str]:
+@functools.lru_cache(maxsize=256)
+def _variants(secret: str) -> tuple[str, ...]:
+    # Asked for every secret of every answer read (redact): worked out once per secret.
     forms = [secret]
     encoded = quote(secret, safe="")
     if encoded != secret:
@@ -181,7 +184,7 @@ def _variants(secret: str) -> list[str]:
     if len(secret) > 12:
         # A key's tail identifies it as surely as the key ("...6789" in a masked log).
         forms.append(secret[-8:])
-    return forms
+    return tuple(forms)
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

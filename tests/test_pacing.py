@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 from datetime import datetime, timedelta, timezone
@@ -120,3 +122,22 @@ def test_the_simulator_enforces_one_second_windows_and_announces_them(simulator_
     assert headers["x-ratelimit-limit-requests"] == "120"
     assert int(headers["x-ratelimit-remaining-requests"]) <= 1
     assert headers["x-ratelimit-reset-requests"].endswith("ms")
+
+
+def test_a_request_let_through_at_once_still_counts_against_the_limit_and_a_pause():
+    # With nobody queued and nothing to wait for a request goes without the lock; it must
+    # still take its share of the bucket, and a pause must still hold everyone.
+    async def main() -> tuple[float, float]:
+        limiter = RateLimiter(rpm=600)  # 9.4 a second, a bucket of one
+        limiter.observe({})  # the first answer is in: the others no longer wait for it
+        started = time.monotonic()
+        await asyncio.gather(*(limiter.acquire() for _ in range(7)))
+        paced = time.monotonic() - started
+        limiter.pause(0.3)
+        started = time.monotonic()
+        await limiter.acquire()
+        return paced, time.monotonic() - started
+
+    paced, paused = asyncio.run(main())
+    assert paced >= 0.5  # 6 after the first at 9.4 a second: 0.64 s
+    assert paused >= 0.25

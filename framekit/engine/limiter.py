@@ -265,6 +265,15 @@ class RateLimiter:
 
     async def acquire(self, tokens: int = 0) -> None:
         """Wait until one request of about ``tokens`` tokens may be sent."""
+        first_answered = self._first_answer is None or self._first_answer.is_set()
+        if first_answered and not self._lock.locked():
+            # Nobody queued and, most often, nothing to wait for: through at once, without
+            # the lock (the check and the take have no await between them).
+            now = time.monotonic()
+            wait, gate = self._waits(tokens, now)
+            if wait <= 0 and gate <= 0:
+                self._take(tokens, now)
+                return
         async with self._lock:
             if self._first_answer is not None and not self._first_answer.is_set():
                 if self._first_sent:
@@ -272,22 +281,31 @@ class RateLimiter:
                 self._first_sent = True
             while True:
                 now = time.monotonic()
-                wait = self._paused_until - now
-                gate = self.health.gate(now)
-                if self._requests is not None:
-                    wait = max(wait, self._requests.wait_time(1.0, now))
-                if self._tokens is not None and tokens:
-                    wait = max(wait, self._tokens.wait_time(tokens, now))
+                wait, gate = self._waits(tokens, now)
                 if wait <= 0 and gate <= 0:
                     break
                 # A probe's success reopens the gate at once: poll it rather than sleep
                 # through the whole interval.
                 await asyncio.sleep(max(wait, min(gate, 0.1)))
-            self.health.passed(now)
-            if self._requests is not None:
-                self._requests.take(1.0)
-            if self._tokens is not None and tokens:
-                self._tokens.take(tokens)
+            self._take(tokens, now)
+
+    def _waits(self, tokens: int, now: float) -> tuple[float, float]:
+        """(seconds the limits and pauses still hold a request back, seconds the outage
+        gate does), each at least 0."""
+        wait = max(0.0, self._paused_until - now)
+        if self._requests is not None:
+            wait = max(wait, self._requests.wait_time(1.0, now))
+        if self._tokens is not None and tokens:
+            wait = max(wait, self._tokens.wait_time(tokens, now))
+        return wait, self.health.gate(now)
+
+    def _take(self, tokens: int, now: float) -> None:
+        """One request goes out now: count it against the outage gate and the buckets."""
+        self.health.passed(now)
+        if self._requests is not None:
+            self._requests.take(1.0)
+        if self._tokens is not None and tokens:
+            self._tokens.take(tokens)
 
     def settle(self, estimated: int, actual: int | None) -> None:
         """Correct the token bucket once ``usage`` tells the real token count."""

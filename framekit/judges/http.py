@@ -24,7 +24,7 @@ from typing import Any
 import aiohttp
 
 from framekit import _secrets
-from framekit._aio import bounded
+from framekit._aio import Deadlines
 from framekit._errors import one_line
 from framekit._urls import join_path
 from framekit.judges.endpoint import Decoding, Endpoint, Limits
@@ -82,8 +82,9 @@ class HttpTransport:
         provider, _, model = endpoint.model.partition("/")
         self._model = model or provider
         self._resolve()
+        # Per event loop: its pool, the runs using it, the deadlines of its calls.
         self._sessions: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, list[int]]
+            asyncio.AbstractEventLoop, tuple[aiohttp.ClientSession, list[int], Deadlines]
         ] = weakref.WeakKeyDictionary()
         self._price: Price | None = None
         self._priced = False
@@ -134,11 +135,12 @@ class HttpTransport:
             session = aiohttp.ClientSession(
                 connector=connector,
                 headers=self._headers(),
-                # The whole answer is bounded by the judge's timeout in ``call``.
+                # The whole answer is bounded by the judge's timeout in ``call``
+                # (one timer for all the calls: see Deadlines).
                 timeout=aiohttp.ClientTimeout(total=None),
                 skip_auto_headers=("User-Agent",),
             )
-            entry = (session, [0])
+            entry = (session, [0], Deadlines(self.limits.timeout))
             self._sessions[loop] = entry
         entry[1][0] += 1
         if not self._priced and not self._custom_base:
@@ -156,6 +158,7 @@ class HttpTransport:
         entry[1][0] -= 1
         if entry[1][0] <= 0:
             self._sessions.pop(loop, None)
+            entry[2].close()
             await entry[0].close()
 
     def close(self) -> None:
@@ -213,7 +216,7 @@ class HttpTransport:
         if entry is None:
             await self.open()  # a caller that skipped open(): the pool stays for the loop
             entry = self._sessions[asyncio.get_running_loop()]
-        session = entry[0]
+        session, _, deadlines = entry
         try:
             data = self._body(request, messages, mode)
         except (TypeError, ValueError) as exc:  # unencodable text: resending cannot help
@@ -221,7 +224,7 @@ class HttpTransport:
             return Fault("fatal", _secrets.redact(reason, self.secrets))
         started = time.perf_counter()
         try:
-            status, headers, payload = await bounded(self._post(session, data), self.limits.timeout)
+            status, headers, payload = await deadlines.run(self._post(session, data))
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -311,8 +311,9 @@ def _objects(text: str) -> list[dict[str, Any]]:
 def canonical_label(raw: Any, request: ChatRequest) -> str:
     """Match a label case- and space-insensitively to the rubric, or raise."""
     wanted = _norm(str(raw)) if raw is not None else ""
-    for choice in request.choices:
-        if _norm(choice) == wanted:
+    choices = tuple(request.choices)  # the same tuple, unless a caller gave a list
+    for choice, normal in zip(choices, _normal_choices(choices)):
+        if normal == wanted:
             return choice
     raise ParseFailure(
         "label",
@@ -332,6 +333,12 @@ def reask_message(failure: ParseFailure, request: ChatRequest) -> str:
             "only the JSON object requested."
         )
     return "Your reply could not be read. Answer again with only the JSON object requested."
+
+
+@functools.lru_cache(maxsize=256)
+def _normal_choices(choices: tuple[str, ...]) -> tuple[str, ...]:
+    """Each rubric label as :func:`_norm` spells it (once per rubric, not per answer)."""
+    return tuple(_norm(choice) for choice in choices)
 
 
 def _norm(text: str) -> str:
