@@ -45,22 +45,24 @@ def test_a_call_within_its_time_returns_and_an_overrun_one_raises_timeout() -> N
 def test_each_call_gets_its_whole_time_whenever_it_started() -> None:
     # Calls started one after another: each may take nearly its whole bound from its own
     # start (the timer armed for the first must not cut the later ones early).
+    # (Each call has 0.4 s to spare, so a busy machine's stalled loop cannot time one
+    # out; the last ends 0.3 s after the first call's deadline.)
     async def main() -> list[str | None]:
-        deadlines = Deadlines(0.3)
+        deadlines = Deadlines(1.0)
 
         async def one(start: float) -> str | None:
             await asyncio.sleep(start)
             try:
-                return await deadlines.run(_answer(0.2, f"after {start}"))
+                return await deadlines.run(_answer(0.6, f"after {start}"))
             except TimeoutError:
                 return None
 
         try:
-            return await asyncio.gather(*(one(start) for start in (0.0, 0.1, 0.2, 0.25)))
+            return await asyncio.gather(*(one(start) for start in (0.0, 0.3, 0.6, 0.7)))
         finally:
             deadlines.close()
 
-    assert asyncio.run(main()) == ["after 0.0", "after 0.1", "after 0.2", "after 0.25"]
+    assert asyncio.run(main()) == ["after 0.0", "after 0.3", "after 0.6", "after 0.7"]
 
 
 def test_only_the_overrun_calls_among_many_time_out() -> None:

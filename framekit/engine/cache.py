@@ -208,9 +208,9 @@ class Cache:
         return hits
 
     def lookup(self, keys: Iterable[str]) -> Iterator[dict[str, Any]]:
-        """The hits among ``keys`` (a set or dict of keys is read as it is), a dict at a time, so that a caller can use each
-        batch of answers and let it go before the next is read (a million cached answers
-        decoded at once would be gigabytes).
+        """The hits among ``keys`` (a set or dict of keys is read as it is), a dict at a
+        time, so that a caller can use each batch of answers and let it go before the next
+        is read (a million cached answers decoded at once would be gigabytes).
 
         diskcache's ``Cache`` table is read straight with sqlite3
         (:meth:`TableReader.find <framekit.engine.cache_table.TableReader.find>`: one query

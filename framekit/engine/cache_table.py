@@ -54,7 +54,9 @@ READ_MAP_BYTES = 1 << 30
 UNREADABLE = (pickle.UnpicklingError, EOFError, AttributeError, ImportError, IndexError,
               TypeError, ValueError, UnicodeDecodeError)  # fmt: skip
 
-_LIVE = "raw = 1 AND (expire_time IS NULL OR expire_time > ?)"
+# What get() reads: a key stored as it is (diskcache pickles other keys), not expired.
+_UNEXPIRED = "(expire_time IS NULL OR expire_time > ?)"
+_LIVE = f"raw = 1 AND {_UNEXPIRED}"
 
 
 def reads_whole_table(asked: int, rows: int) -> bool:
@@ -183,7 +185,7 @@ class TableReader:
                 self.connection()
                 .execute(
                     "SELECT mode, filename, value FROM Cache WHERE key = ? AND raw = ?"
-                    " AND (expire_time IS NULL OR expire_time > ?)",
+                    f" AND {_UNEXPIRED}",
                     (db_key, raw, time.time()),
                 )
                 .fetchall()

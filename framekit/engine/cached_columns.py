@@ -70,13 +70,11 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             for column in answered.columns():
                 column[i] = column[source]
             twins_read += weights[i]
-            if answered.confidence[i] is not None:
-                answered.confident_rows += weights[i]
         elif keys[source] is None:
             keys[i] = None  # (its entry is read the general way, as its twin's)
-    answered.rows += twins_read
     if twins_read:
         progress(twins_read, "cached")
+    answered.count(weights)
     if answered.rows:  # (a cold run reads none: its records are built as they would have been)
         share.answered = answered
     # The rows left to records, each with its key where the cache has no entry under it.
@@ -99,10 +97,10 @@ def _read_found(
 ) -> int:
     """Read the cached ``found`` entries into ``answered`` (at each key's ``first`` row);
     ``keys`` forgets the key of an entry the bulk reading leaves to the plan. Returns the
-    rows answered. (The columns are bound to names once: this runs a million times in a
-    re-run of a million rows.)"""
+    rows answered, for the progress display. (The columns are bound to names once: this
+    runs a million times in a re-run of a million rows.)"""
     value, label, explanation, confidence, tokens, cost = answered.columns()
-    rows = confident = 0
+    rows = 0
     add = read.add
     for key, entry in found.items():
         i = first[key]
@@ -113,13 +111,8 @@ def _read_found(
         label[i], explanation[i], confidence[i] = answer
         value[i] = scores[answer[0]]
         tokens[i], cost[i] = entry.get("tokens", 0), entry.get("cost_usd")
-        weight = weights[i]
-        rows += weight
-        if answer[2] is not None:
-            confident += weight
+        rows += weights[i]
         add(key)
-    answered.rows += rows
-    answered.confident_rows += confident
     return rows
 
 

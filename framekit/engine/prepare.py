@@ -151,7 +151,7 @@ class Answered:
     confidence: list[float | None]
     tokens: list[int | None]
     cost_usd: list[float | None]
-    #: Rows behind the answered distinct rows, and those with a confidence.
+    #: Rows behind the answered distinct rows, and those with a confidence (:meth:`count`).
     rows: int = 0
     confident_rows: int = 0
 
@@ -159,6 +159,12 @@ class Answered:
     def empty(cls, count: int) -> Answered:
         """No row of ``count`` answered yet."""
         return cls(*([None] * count for _ in range(6)))  # type: ignore[arg-type]
+
+    def count(self, weights: Sequence[int]) -> None:
+        """Count :attr:`rows` and :attr:`confident_rows` from the columns, once they are
+        read (``weights``: the rows behind each distinct row)."""
+        self.rows = sum(w for w, label in zip(weights, self.label) if label is not None)
+        self.confident_rows = sum(w for w, c in zip(weights, self.confidence) if c is not None)
 
     def columns(self) -> tuple[list[Any], ...]:
         """The six lists, one per result column (a row is copied across all of them)."""
@@ -370,23 +376,22 @@ async def prepare(
         row_errors = {i: msg for f in names for i, msg in fields.row_errors.get(f, {}).items()}
         judge = judge_for(ev.judge, ev.judge_options)
         most = most_text(fields.columns, names)
+        given: list[bool] | None = None  # the distinct rows the evaluator vouches for
+        distinct: pl.DataFrame | None = None
         with bulk():
             grouped = _grouped(fields.columns, names, frame.height, row_errors)
             if grouped is None:
-                records, inverse, distinct = _distinct(
-                    fields.columns, names, frame.height, row_errors
-                )
-            elif _unbuilt(ev, judge, grouped[2], most):
-                weights, inverse, rows = grouped
-                prepared.append(Prepared(ev, judge, [], inverse, rows, unbuilt=weights))
-                continue
+                records, inverse = _ungrouped(fields.columns, names, frame.height, row_errors)
             else:
-                weights, inverse, rows = grouped
-                records, distinct = _records_of(rows, weights), rows
+                weights, inverse, distinct = grouped
+                given = _vouched(ev, judge, distinct)
+                if given is not None and all(given) and _unbuilt(ev, judge, most):
+                    prepared.append(Prepared(ev, judge, [], inverse, distinct, unbuilt=weights))
+                    continue
+                records = _records_of(distinct, weights)
         await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
-            given = _as_given(share)
             for record, deferred in zip(records, given or [False] * len(records)):
                 if deferred and record.note is None:  # (a record cut to fit is prepared)
                     record.raw = True
@@ -423,46 +428,35 @@ async def prepare_one(
     return Prepared(evaluator, judge, [record], [0])
 
 
-def _as_given(share: Prepared) -> list[bool] | None:
-    """Which records may wait to be prepared until their answer is not in the cache: those
-    the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
-    <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
-    judge whose answers the planner reads in bulk. Preparing was a quarter of a fully
-    cached re-run's time."""
-    distinct = share.distinct
-    if distinct is None or distinct.height != len(share.records) or not share.records:
-        return None
-    return _vouched(share.evaluator, share.judge, distinct)
-
-
 def _vouched(
     ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame
 ) -> list[bool] | None:
+    """Which distinct rows may wait to be prepared until their answer is not in the cache:
+    those the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
+    <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
+    judge whose answers the planner reads in bulk; ``None`` for any other share.
+    Preparing was a quarter of a fully cached re-run's time."""
     vouch = getattr(ev, "prepared_as_given", None)
-    if vouch is None or not isinstance(judge, Judge):
-        return None
-    if embeds_answers(ev):
+    if vouch is None or not isinstance(judge, Judge) or embeds_answers(ev):
         return None
     given: list[bool] | None = vouch(distinct)
     return given
 
 
-def _unbuilt(
-    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame, most: int | None
-) -> bool:
-    """Whether a share's records may wait unbuilt (:attr:`Prepared.unbuilt`): every
-    distinct row is vouched for, none can need cutting to the judge's window (no
-    window set, little text), and the evaluator's prompts are a plain template polars
-    renders, read by label (:mod:`framekit.engine.cached_columns` checks the rest)."""
-    if not distinct.height or most is None or most > _ALWAYS_FITS:
+def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | None) -> bool:
+    """Whether a share whose every distinct row is vouched for (:func:`_vouched`) may
+    keep its records unbuilt (:attr:`Prepared.unbuilt`): none can need cutting to the
+    judge's window (no window set, little text), and the evaluator's prompts are a plain
+    template polars renders, read by label (:mod:`framekit.engine.cached_columns` checks
+    the rest)."""
+    if most is None or most > _ALWAYS_FITS:
         return False
     if not isinstance(judge, Judge) or judge.context_window:
         return False
-    for hook in ("prompt_renderer", "prompt_column", "plain_verdicts"):
-        if not callable(getattr(ev, hook, None)):
-            return False
-    given = _vouched(ev, judge, distinct)
-    return given is not None and all(given)
+    return all(
+        callable(getattr(ev, hook, None))
+        for hook in ("prompt_renderer", "prompt_column", "plain_verdicts")
+    )
 
 
 def ready(ev: Evaluator, record: Record) -> None:
@@ -544,12 +538,23 @@ def _distinct(
 ) -> tuple[list[Record], list[int], pl.DataFrame | None]:
     """:func:`distinct_records`, and the distinct rows' values as columns when polars
     grouped them (:attr:`Prepared.distinct`)."""
-    row_errors = row_errors or {}
-    if not names:  # an evaluator reading no field: every row is the same record
-        return ([Record({}, height)], [0] * height, None) if height else ([], [], None)
     grouped = _grouped(columns, names, height, row_errors)
     if grouped is not None:
         return _records_of(grouped[2], grouped[0]), grouped[1], grouped[2]
+    return (*_ungrouped(columns, names, height, row_errors), None)
+
+
+def _ungrouped(
+    columns: Mapping[str, pl.Series],
+    names: list[str],
+    height: int,
+    row_errors: Mapping[int, str] | None = None,
+) -> tuple[list[Record], list[int]]:
+    """:func:`distinct_records` of what :func:`_grouped` leaves: no field read, a row whose
+    mapping raised, Python objects. Grouped row by row, in Python."""
+    row_errors = row_errors or {}
+    if not names:  # an evaluator reading no field: every row is the same record
+        return ([Record({}, height)], [0] * height) if height else ([], [])
     series = [columns[n] for n in names]
     nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
     lists = [s.to_list() for s in series]
@@ -576,7 +581,7 @@ def _distinct(
             records.append(fresh)
         records[r].weight += 1
         inverse.append(r)
-    return records, inverse, None
+    return records, inverse
 
 
 def _grouped(
