@@ -526,22 +526,11 @@ def distinct_records(
     A row in ``row_errors`` (its mapping raised) is not a record to ask about: it goes to
     a record holding that error (rows with the same error share one).
     """
-    records, inverse, _ = _distinct(columns, names, height, row_errors)
-    return records, inverse
-
-
-def _distinct(
-    columns: Mapping[str, pl.Series],
-    names: list[str],
-    height: int,
-    row_errors: Mapping[int, str] | None = None,
-) -> tuple[list[Record], list[int], pl.DataFrame | None]:
-    """:func:`distinct_records`, and the distinct rows' values as columns when polars
-    grouped them (:attr:`Prepared.distinct`)."""
     grouped = _grouped(columns, names, height, row_errors)
     if grouped is not None:
-        return _records_of(grouped[2], grouped[0]), grouped[1], grouped[2]
-    return (*_ungrouped(columns, names, height, row_errors), None)
+        weights, inverse, distinct = grouped
+        return _records_of(distinct, weights), inverse
+    return _ungrouped(columns, names, height, row_errors)
 
 
 def _ungrouped(
@@ -593,7 +582,7 @@ def _grouped(
     """``(weights, inverse, distinct)`` of typed columns, grouped by polars: only the
     distinct rows become Python values, and only when their records are built (a frame
     of repeated rows costs its distinct ones). ``None`` where polars cannot group them
-    (no field, a row whose mapping raised, Python objects): :func:`_distinct` does."""
+    (no field, a row whose mapping raised, Python objects): :func:`_ungrouped` does."""
     series = [columns[n] for n in names]
     if not names or row_errors or not height or any(s.dtype == pl.Object for s in series):
         return None
