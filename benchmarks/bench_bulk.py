@@ -3,7 +3,8 @@
 Three figures, each a ratio measured in this one run:
 
 (a) cached re-run: ``evaluate_dataframe`` over N distinct rows whose answers are all in
-    the cache, vs a bare ``diskcache`` ``get()`` loop over the same N keys (rows/s); once
+    the cache, vs a bare ``diskcache`` ``get()`` loop over the same N keys, reading each
+    answer (framekit keeps it as JSON text: the loop parses it with orjson) (rows/s); once
     with plain answers, once with answers that carry label probabilities (a logprob
     judge's, read back as confidences);
 (b) batch preparation: N distinct requests planned, written as OpenAI batch JSONL
@@ -54,6 +55,7 @@ os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
 import aiohttp  # noqa: E402
 import diskcache  # noqa: E402
+import orjson  # noqa: E402
 import polars as pl  # noqa: E402
 
 import framekit as fk  # noqa: E402
@@ -141,6 +143,8 @@ def _cached_run(df: pl.DataFrame, judge: fk.Judge, keys: list[str], cache_dir: P
         for key in keys:
             value = store.get(key)
             assert value is not None
+            if type(value) is str:  # framekit keeps an answer as JSON text: read it
+                value = orjson.loads(value)
         store.close()
 
     def framekit() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -117,3 +120,25 @@ def assert_no_key(texts: list[str], root: Path | None = None) -> None:
             texts.append(path.read_bytes().decode("latin-1"))
     for text in texts:
         assert API_KEY not in text and API_KEY[-8:] not in text, text[:300]
+
+
+@contextlib.contextmanager
+def read_only(path: Path) -> Iterator[None]:
+    """Make ``path`` read-only for this process; as root (which ignores modes) by also
+    acting as the unprivileged user "nobody" meanwhile."""
+    entries = [path, *path.rglob("*")]
+    modes = {p: p.stat().st_mode for p in entries}
+    for p in entries:
+        p.chmod(0o555 if p.is_dir() else 0o444)
+    try:
+        if os.geteuid() == 0:
+            os.seteuid(65534)
+            try:
+                yield
+            finally:
+                os.seteuid(0)
+        else:
+            yield
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)

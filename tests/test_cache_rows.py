@@ -17,6 +17,7 @@ import diskcache
 
 from framekit.engine.cache import Cache
 from framekit.engine.cache_rows import writes_plainly
+from framekit.engine.cache_values import loaded, stored
 
 BIG = {"answer": {"label": "relevant", "explanation": "long " * 20_000}}  # > 32 kB: a file
 
@@ -51,8 +52,9 @@ def test_a_group_reads_back_alike_through_diskcache_and_framekit(tmp_path: Path)
         theirs.set(key, value)
     ours.close(), theirs.close()
     mine, reference = _checked(tmp_path / "ours"), _checked(tmp_path / "theirs")
-    for key, value in items:
-        assert mine.get(key) == value == reference.get(key)
+    for key, value in items:  # the same stored form (JSON text, raw bytes), read back alike
+        assert mine.get(key) == reference.get(key) == stored(value)
+        assert loaded(mine.get(key)) == value
     assert len(mine) == len(reference) == len(items)
     assert mine.volume() - mine.reset("size") == reference.volume() - reference.reset("size")
     assert mine.reset("size") == reference.reset("size") > 0  # the big answer's file
@@ -78,8 +80,10 @@ def test_a_key_written_again_is_replaced_and_its_old_file_removed(tmp_path: Path
     assert cache.saved == 10 + 3 + 4
     cache.close()
     store = _checked(tmp_path)
-    assert store.get("chat:big") == {"answer": {"label": "irrelevant"}}
-    assert store.get("chat:0001") == {"answer": {"label": "relevant", "explanation": "second"}}
+    assert loaded(store.get("chat:big")) == {"answer": {"label": "irrelevant"}}
+    assert loaded(store.get("chat:0001")) == {
+        "answer": {"label": "relevant", "explanation": "second"}
+    }
     assert len(store) == 10 + 3 + 1 and store.reset("size") == 0
     assert _value_files(tmp_path) == []
 

@@ -15,6 +15,7 @@ import pytest
 
 import framekit as fk
 from framekit._errors import InputError
+from framekit.engine.cache_values import loaded
 from framekit.engine.dryrun import plan_requests
 from framekit.engine.executor import Outcome
 from framekit.engine.sampling import vote
@@ -89,7 +90,7 @@ def test_a_cached_rerun_returns_the_same_confidence_without_a_request(
     assert second["retrieval_relevance_confidence"].null_count() == 0
     # Only the labels' probabilities are kept with the answer, never the tokens.
     with diskcache.Cache(str(tmp_path)) as store:
-        entries = [store[k] for k in store if str(k).startswith("chat:")]
+        entries = [loaded(store[k]) for k in store if str(k).startswith("chat:")]
     kept = [e for e in entries if isinstance(e, dict) and "answer" in e]
     assert len(kept) == 4
     assert all(set(e["probabilities"]) == {"relevant", "irrelevant"} for e in kept)
@@ -321,7 +322,7 @@ def test_samples_that_disagree_are_put_to_a_vote_whose_share_is_the_confidence(
     out, _ = scored(marked([0.55]), judge, tmp_path)
     assert sim.stats()["chat"] == 7
     with diskcache.Cache(str(tmp_path)) as store:
-        samples = [store[k]["answer"]["label"] for k in store if ":sample" in str(k)]
+        samples = [loaded(store[k])["answer"]["label"] for k in store if ":sample" in str(k)]
     assert len(samples) == 7 and len(set(samples)) == 2  # it did disagree with itself
     majority = max(set(samples), key=samples.count)
     assert out["retrieval_relevance_label"][0] == majority

@@ -160,6 +160,7 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
         "framekit.analysis.report",
         "framekit.cli.main",
         "framekit.engine.cache_table",
+        "framekit.engine.cache_values",
         "framekit.engine.cached_columns",
         "framekit.engine.keys",
         "framekit.evaluators.registry",

@@ -7,7 +7,6 @@ simulator and counts at the server what was sent.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import os
@@ -20,7 +19,6 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
@@ -30,7 +28,7 @@ import framekit as fk
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.litellm import litellm_module
 from tests import helpers
-from tests.helpers import API_KEY, MAPPING, retrieval_frame, sim_judge
+from tests.helpers import API_KEY, MAPPING, read_only, retrieval_frame, sim_judge
 
 # Every test here runs on both judge transports (see the ``transport`` fixture).
 pytestmark = pytest.mark.usefixtures("transport")
@@ -245,35 +243,13 @@ def test_stop_message_counts_the_answers_already_saved(simulator_factory, tmp_pa
 # -- the cache ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _read_only(path: Path) -> Iterator[None]:
-    """Make ``path`` read-only for this process; as root (which ignores modes) by also
-    acting as the unprivileged user "nobody" meanwhile."""
-    entries = [path, *path.rglob("*")]
-    modes = {p: p.stat().st_mode for p in entries}
-    for p in entries:
-        p.chmod(0o555 if p.is_dir() else 0o444)
-    try:
-        if os.geteuid() == 0:
-            os.seteuid(65534)
-            try:
-                yield
-            finally:
-                os.seteuid(0)
-        else:
-            yield
-    finally:
-        for p, mode in modes.items():
-            p.chmod(mode)
-
-
 def test_read_only_cache_dir_serves_its_answers_and_warns_in_one_line(judge_simulator):
     base = Path(tempfile.mkdtemp())
     base.chmod(0o755)  # reachable for an unprivileged user
     cache_dir = base / "cache"
     _run(retrieval_frame(5), judge_simulator, cache_dir)  # an earlier run filled it
     judge_simulator.reset()
-    with _read_only(cache_dir), warnings.catch_warnings(record=True) as caught:
+    with read_only(cache_dir), warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         out = _run(retrieval_frame(20), judge_simulator, cache_dir)
     assert _all_scored(out)

@@ -1,8 +1,9 @@
 """The on-disk response cache (diskcache), shared by every judge and evaluator.
 
 Keys are sha256 digests over what determines a response (model, messages, decoding
-parameters, template version) and never include an API key. Values are plain JSON-able
-dicts (judge responses) or raw float32 bytes (embeddings).
+parameters, template version) and never include an API key. Values are judge responses
+(dicts), kept as JSON text where JSON gives them back exactly
+(:mod:`framekit.engine.cache_values`), or raw float32 bytes (embeddings).
 
 A cache that cannot be used (full disk, corrupt database) must not cost the user their
 run: the problem is reported once, in one line, and the run continues uncached. A
@@ -28,6 +29,7 @@ import diskcache
 
 from framekit.engine.cache_rows import RowWriter, writes_plainly
 from framekit.engine.cache_table import LOOKUP_CHUNK, UNREADABLE, ReadOnlyStore, TableReader
+from framekit.engine.cache_values import loaded, stored
 from framekit.engine.notice import warn
 
 _ENV_DIR = "FRAMEKIT_CACHE_DIR"
@@ -285,7 +287,7 @@ class Cache:
         if store is None:
             return
         try:
-            store.set(key, value)
+            store.set(key, stored(value))
         except _CACHE_ERRORS as exc:
             self._failed(exc)
             return
@@ -300,6 +302,7 @@ class Cache:
         if store is None:
             return
         written = 0
+        items = ((key, stored(value)) for key, value in items)
         try:
             rows = self._rows_of(store)
             if rows is not None:
@@ -355,9 +358,13 @@ class Cache:
 
 
 def _get(store: diskcache.Cache | ReadOnlyStore, key: str) -> Any:
-    """``store.get(key)``, an entry that cannot be decoded being a miss."""
+    """``store.get(key)`` read as the value stored (:func:`~framekit.engine.cache_values.loaded`;
+    a read-only store's table reader reads it so itself), an entry that cannot be decoded
+    being a miss."""
     try:
-        return store.get(key)
+        if isinstance(store, ReadOnlyStore):
+            return store.get(key)
+        return loaded(store.get(key))
     except UNREADABLE:
         return None
 

@@ -13,7 +13,8 @@ so :class:`TableReader` reads them the way that costs least for how many are ask
   frame.
 
 Either way each value is decoded by the store's :class:`diskcache.Disk` as ``get()``
-decodes it, so a reader gives exactly what ``get()`` would. :class:`ReadOnlyStore` serves
+decodes it, then JSON text read as :func:`~framekit.engine.cache_values.loaded` reads it,
+so a reader gives exactly what :meth:`Cache.get <framekit.engine.cache.Cache.get>` would. :class:`ReadOnlyStore` serves
 a cache directory this process may not write through the same reader.
 """
 
@@ -28,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 import diskcache
+import orjson
+
+from framekit.engine.cache_values import loaded
 
 #: Keys per SQL query of a chunked lookup (SQLite takes 999 parameters at least).
 LOOKUP_CHUNK = 900
@@ -159,18 +163,25 @@ class TableReader:
         """The values of ``rows`` (those whose key is ``wanted``, when given) by key."""
         hits: dict[str, Any] = {}
         fetch = self.disk.fetch
-        # A pickle in the row is what diskcache's own Disk reads with pickle.load over a
-        # BytesIO: unpickled straight from the bytes here (most of a lookup's time).
+        # Text in the row is JSON (framekit.engine.cache_values), read by orjson; a pickle
+        # in the row (an older cache's answer) is what diskcache's own Disk reads with
+        # pickle.load over a BytesIO, unpickled straight from the bytes. Decoding is most
+        # of a lookup's time.
         inline = type(self.disk) is diskcache.Disk
-        loads, in_row = pickle.loads, diskcache.core.MODE_PICKLE
+        unpickle, in_row = pickle.loads, diskcache.core.MODE_PICKLE
+        json, raw = orjson.loads, diskcache.core.MODE_RAW
         for key, mode, filename, value in rows:
             if wanted is not None and key not in wanted:
                 continue
             try:
-                if inline and mode == in_row and value is not None:
-                    hits[key] = loads(value)
+                if mode == raw and type(value) is str:
+                    hits[key] = json(value)
+                elif inline and mode == in_row and value is not None:
+                    hits[key] = unpickle(value)
                 else:
-                    hits[key] = fetch(mode, filename, value, False)
+                    hits[key] = loaded(fetch(mode, filename, value, False))
+            except orjson.JSONDecodeError:  # text no framekit wrote: kept as it is
+                hits[key] = value
             except OSError:  # its value file is gone: a miss, as for diskcache
                 continue
             except UNREADABLE:
@@ -194,7 +205,7 @@ class TableReader:
             return None
         ((mode, filename, value),) = rows
         try:
-            return self.disk.fetch(mode, filename, value, False)
+            return loaded(self.disk.fetch(mode, filename, value, False))
         except OSError:  # its value file is gone: a miss, as for diskcache
             return None
 
