@@ -123,3 +123,21 @@ def test_a_key_that_is_not_text_is_refused_and_nothing_is_written(tmp_path: Path
     writer.close()
     assert len(store) == 0 and _value_files(tmp_path) == []  # the big value's file removed
     store.close()
+
+
+def test_the_writer_maps_no_file_and_keeps_a_small_page_cache(tmp_path: Path) -> None:
+    # diskcache maps 64 MB of the file and caches 32 MB of pages on each connection; the
+    # writer's connection does neither (what it writes is the same: the tests above).
+    from framekit.engine.cache_rows import WRITER_MEMORY, RowWriter
+
+    store = diskcache.Cache(str(tmp_path))
+    assert store.sqlite_mmap_size > 0 and store.sqlite_cache_size > 2000
+    writer = RowWriter(tmp_path, store.disk, store.cull_limit)
+    writer.write([("chat:a", {"answer": {"label": "relevant"}})])
+    con = writer._connection()
+    assert con.execute("PRAGMA mmap_size").fetchone()[0] == WRITER_MEMORY["mmap_size"] == 0
+    assert con.execute("PRAGMA cache_size").fetchone()[0] == WRITER_MEMORY["cache_size"]
+    assert con.execute("PRAGMA synchronous").fetchone()[0] == store.sqlite_synchronous
+    writer.close()
+    assert store.get("chat:a") == {"answer": {"label": "relevant"}}
+    store.close()
