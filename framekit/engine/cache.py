@@ -358,9 +358,9 @@ class Cache:
 
 
 def _get(store: diskcache.Cache | ReadOnlyStore, key: str) -> Any:
-    """``store.get(key)`` read as the value stored (:func:`~framekit.engine.cache_values.loaded`;
-    a read-only store's table reader reads it so itself), an entry that cannot be decoded
-    being a miss."""
+    """``store.get(key)`` as the value stored (JSON text read by
+    :func:`~framekit.engine.cache_values.loaded`; a read-only store's table reader reads
+    it so itself), an entry that cannot be decoded being a miss."""
     try:
         if isinstance(store, ReadOnlyStore):
             return store.get(key)

@@ -13,9 +13,10 @@ so :class:`TableReader` reads them the way that costs least for how many are ask
   frame.
 
 Either way each value is decoded by the store's :class:`diskcache.Disk` as ``get()``
-decodes it, then JSON text read as :func:`~framekit.engine.cache_values.loaded` reads it,
-so a reader gives exactly what :meth:`Cache.get <framekit.engine.cache.Cache.get>` would. :class:`ReadOnlyStore` serves
-a cache directory this process may not write through the same reader.
+decodes it, and JSON text is read as :func:`~framekit.engine.cache_values.loaded` reads
+it, so a reader gives exactly what :meth:`Cache.get <framekit.engine.cache.Cache.get>`
+would. :class:`ReadOnlyStore` serves a cache directory this process may not write through
+the same reader.
 """
 
 from __future__ import annotations
