@@ -197,7 +197,8 @@ class Cache:
         if store is None:
             return None
         try:
-            return _get(store, key)
+            table = self._table_of(store)  # read as lookup() reads it
+            return table.get(key) if table is not None else _get(store, key)
         except _CACHE_ERRORS as exc:
             self._failed(exc)
             return None
@@ -357,13 +358,11 @@ class Cache:
         return f"Cache({str(self.path)!r}{state})"
 
 
-def _get(store: diskcache.Cache | ReadOnlyStore, key: str) -> Any:
+def _get(store: diskcache.Cache, key: str) -> Any:
     """``store.get(key)`` as the value stored (JSON text read by
-    :func:`~framekit.engine.cache_values.loaded`; a read-only store's table reader reads
-    it so itself), an entry that cannot be decoded being a miss."""
+    :func:`~framekit.engine.cache_values.loaded`), an entry that cannot be decoded being a
+    miss: a store that has no table reader (:meth:`Cache._table_of`)."""
     try:
-        if isinstance(store, ReadOnlyStore):
-            return store.get(key)
         return loaded(store.get(key))
     except UNREADABLE:
         return None

@@ -2,9 +2,11 @@
 
 diskcache pickles a dict, and unpickling a cached answer was the largest single cost of
 reading a million of them back (2.1 µs of the ~12 µs a row of a fully cached re-run);
-orjson reads the same answer from JSON text in about half that, and writes it in a third
-of pickle's time. So :func:`stored` turns a value into JSON text where that text reads back
-as an equal value, and :func:`loaded` reads it. Everything else is left to diskcache as
+orjson reads the same answer from JSON text in about half that. So :func:`stored` turns a
+value into JSON text where that text reads back as an equal value, and :func:`loaded`
+reads it. Writing costs a little more than pickling (1.75 µs an answer against 1.2, timed
+alone): the text is parsed once more to check it, which a cold row (~500 µs) does not
+feel. Everything else is left to diskcache as
 before: bytes (embeddings) stay raw bytes, and a value JSON would change is pickled: a
 tuple (JSON has lists), a dict with keys that are not strings, a float that is not finite
 (orjson writes NaN as ``null``), an integer wider than 64 bits.
