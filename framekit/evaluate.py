@@ -31,22 +31,20 @@ from framekit._result_columns import (
     RESULT_COLUMNS,
     result_columns,
 )
+from framekit._results import ProgressFn, Record, Verdict
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import (
     MappingValue,
     Prepared,
-    ProgressFn,
-    Record,
     prepare,
     prepare_one,
 )
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.cascade import Cascade
-from framekit.judges.judge import JudgeLike
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.

@@ -20,7 +20,7 @@ from framekit.engine.prepare import MappingValue
 from framekit.evaluate import OnError
 from framekit.evaluators.base import Evaluator
 from framekit.io import ParquetOptions, ParquetRun, SourceLike, run_parquet, run_sql
-from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeLike
 
 
 def evaluate_parquet(

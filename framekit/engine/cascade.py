@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from framekit.engine.prepare import Prepared, ProgressFn, Record
+from framekit._results import ProgressFn, Record
+from framekit.engine.prepare import Prepared
 from framekit.engine.stats import RunStats, add_stages
 from framekit.judges.cascade import Cascade, escalates
 

@@ -38,11 +38,11 @@ from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
 from framekit.judges.cascade import Cascade
-from framekit.judges.judge import Judge, JudgeLike
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import cost
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120

@@ -22,8 +22,8 @@ from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_te
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
-    from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.judge import JudgeLike
+    from framekit.judges.resolve import JudgeLike
+    from framekit.judges.transport import EmbeddingBackend
 
 NONCOMMITTAL = "noncommittal"
 DIFFERENT_QUESTION = "different question"

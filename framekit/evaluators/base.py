@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from numbers import Real
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from framekit._errors import InputError, JudgeConfigurationError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
+from framekit._results import Verdict
 from framekit._score import Direction, Score
 from framekit.judges.decoding import check_decoding
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from framekit.engine.cache import Cache
-    from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.judge import JudgeLike
+    from framekit.judges.resolve import JudgeLike
+    from framekit.judges.transport import EmbeddingBackend
 from framekit.judges.request import ChatRequest
 
 #: ``reference`` is the text a response or the documents are checked against: the
@@ -90,23 +90,6 @@ def pick_judge(
             "(llm= and model= are aliases of judge=)"
         )
     return next(iter(given.values()), None)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """An evaluator's reading of the judge's answer for one record; ``confidence`` is the
-    judge's probability of it (``None``: the judge gives none).
-
-    ``details`` holds structured findings behind the verdict (Groundedness's claim list),
-    JSON-ready; it reaches ``Score.metadata["details"]`` and the ``<name>_details`` column
-    of ``details=True``.
-    """
-
-    value: float
-    label: str | None
-    explanation: str | None
-    confidence: float | None = None
-    details: dict[str, Any] | None = None
 
 
 def snake_case(name: str) -> str:

@@ -21,8 +21,8 @@ from framekit.judges.request import ChatRequest
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.judge import JudgeLike
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
+    from framekit.judges.resolve import JudgeLike
 
 
 class ConversationEvaluator(RubricEvaluator):

@@ -23,8 +23,8 @@ from framekit.judges.request import ChatRequest
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.judge import JudgeLike
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
+    from framekit.judges.resolve import JudgeLike
 
 #: The explanation of an empty retrieval's score.
 NO_DOCUMENTS = "no documents were retrieved: nothing can support a claim"

@@ -29,7 +29,7 @@ from framekit.judges.request import ChatRequest, answer_text
 if TYPE_CHECKING:
     import numpy as np
 
-    from framekit.judges.judge import JudgeLike
+    from framekit.judges.resolve import JudgeLike
 
 #: The system prompt custom rubrics had before templates could carry their own rubric;
 #: pass it as ``system_prompt=`` to reproduce (and re-use the cache of) such a run.

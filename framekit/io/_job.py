@@ -32,8 +32,7 @@ from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _top_error
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
-from framekit.judges.judge import JudgeLike
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 
 @dataclass(frozen=True)

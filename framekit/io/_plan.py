@@ -27,7 +27,7 @@ from framekit.io._sources import (
     resolve_sources,
     scan_sources,
 )
-from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeLike
 
 
 def plan_parquet(

@@ -13,7 +13,7 @@ import inspect
 import os
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
@@ -21,12 +21,6 @@ from framekit.judges.credentials import Credentials, credential_problem
 from framekit.judges.endpoint import Decoding, Endpoint, Limits, split_kwargs
 from framekit.judges.providers import FRAMEKIT_BASE_VAR
 from framekit.judges.transport import Transport, TransportName, choose_transport
-
-if TYPE_CHECKING:
-    from framekit.judges.cascade import Cascade
-    from framekit.judges.local import LocalJudge
-
-JudgeLike = Union["Judge", "LocalJudge", "Cascade", str]
 
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
@@ -232,6 +226,10 @@ class Judge:
         # A judge copies and pickles as its values; the copy builds its own transport
         # (its own connection pool and worker processes) where it is used.
         return (_restore, (self._values(),))
+
+    def __setstate__(self, values: _Values) -> None:
+        # How a judge built from its values (a copy, an unpickled one) is assembled.
+        self._assemble(values)
 
     # -- what the judge is ------------------------------------------------------------
     @property
@@ -452,8 +450,8 @@ def _check_samples(samples: Any, temperature: float, batch: bool) -> None:
 
 
 def _restore(values: _Values) -> Judge:
-    judge = object.__new__(Judge)
-    judge._assemble(values)
+    judge = Judge.__new__(Judge)
+    judge.__setstate__(values)
     return judge
 
 
