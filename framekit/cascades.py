@@ -24,7 +24,7 @@ from framekit._frames import to_polars
 from framekit._result_columns import column
 from framekit.analysis.cascade_calibration import CascadeCalibration, calibrate_thresholds
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade

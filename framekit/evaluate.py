@@ -34,9 +34,9 @@ from framekit._result_columns import (
 from framekit._results import ProgressFn, Record, Verdict
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.mapping import MappingValue
 from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import (
-    MappingValue,
     Prepared,
     prepare,
     prepare_one,

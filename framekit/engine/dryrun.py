@@ -32,8 +32,9 @@ from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.limiter import RateLimiter
+from framekit.engine.mapping import MappingValue
 from framekit.engine.planner import ChatPlan
-from framekit.engine.prepare import MappingValue, Prepared, prepare
+from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced

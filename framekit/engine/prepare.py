@@ -4,23 +4,21 @@ Every run goes through here (``evaluate_dataframe``, ``evaluate_parquet``'s slic
 blocks), and so do one record (``Evaluator.score``) and the dry run, so all of them read
 a frame the same way:
 
-1. the mapping gives one column per canonical field (a column name, a polars
-   expression, or a callable taking the row as a dict; a callable that raises fails only
-   its row);
-2. per evaluator, identical rows become one distinct :class:`Record` (``inverse`` maps
-   each row back to its record, ``weight`` counts the rows behind one);
-3. a record whose text fields together exceed the judge's character budget
-   (:meth:`Judge.char_budget <framekit.judges.judge.Judge.char_budget>`, from its context
-   window) is cut to fit rather than failed: short fields keep everything, long ones
-   share the rest, each cut text ends with a visible mark, and the row's explanation says
-   what was cut;
+1. the mapping gives one column per canonical field (:mod:`framekit.engine.mapping`: a
+   column name, a polars expression, or a callable taking the row as a dict; a callable
+   that raises fails only its row);
+2. per evaluator, identical rows become one distinct :class:`~framekit._results.Record`
+   (:mod:`framekit.engine.records`: ``inverse`` maps each row back to its record,
+   ``weight`` counts the rows behind one);
+3. a record whose text fields together exceed the judge's character budget is cut to fit
+   rather than failed (:mod:`framekit.engine.context_window`);
 4. the evaluator prepares each record (:meth:`Evaluator.prepare
    <framekit.evaluators.base.Evaluator.prepare>`): a record it cannot evaluate, or a row
    whose mapping raised, is settled with its error; a record whose verdict needs no judge
    (an empty retrieval) is settled with that verdict. Only the others are asked about.
    Records that the evaluator vouches for from the columns (preparing them surely passes
    and changes no prompt) wait until the cache has been asked: a cached re-run prepares
-   only what it sends (:attr:`Record.raw`). Where it vouches for every row of a plain
+   only what it sends (:attr:`Record.raw <framekit._results.Record.raw>`). Where it vouches for every row of a plain
    template asked of an LLM judge, the records are not even built
    (:attr:`Prepared.unbuilt`): the cache is read into columns first
    (:mod:`framekit.engine.cached_columns`), and only the rows it does not answer become
@@ -32,33 +30,26 @@ raised here, before any judge call.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import gc
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from framekit._errors import InputError, MappingError, RecordError, did_you_mean, one_line
-from framekit._frames import clean_text
+from framekit._errors import RecordError, one_line
 from framekit._results import Answered, Record, Verdict
-from framekit.evaluators.base import (
-    COLUMN_ALIASES,
-    FIELD_ALIASES,
-    FIELDS,
-    Evaluator,
-    canonical_fields,
-)
+from framekit.engine.context_window import ALWAYS_FITS, fit_to_context, most_text
+from framekit.engine.mapping import MappingValue, resolve_mapping
+from framekit.engine.records import grouped_rows, records_of, ungrouped_rows
+from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.logprobs import expected_score
 from framekit.judges.resolve import JudgeResolver
-
-MappingValue = str | pl.Expr | Callable[[dict[str, Any]], Any]
 
 
 def embeds_answers(ev: Evaluator) -> bool:
@@ -125,7 +116,7 @@ class Prepared:
             self.record_rows = list(rows)
             distinct = self.distinct = distinct[self.record_rows]
             weights = [weights[i] for i in self.record_rows]
-        self.records = _records_of(distinct, weights, raw=True)
+        self.records = records_of(distinct, weights, raw=True)
 
     def pending(self) -> list[Record]:
         """The records still to be asked about."""
@@ -257,16 +248,16 @@ async def prepare(
         given: list[bool] | None = None  # the distinct rows the evaluator vouches for
         distinct: pl.DataFrame | None = None
         with bulk():
-            grouped = _grouped(fields.columns, names, frame.height, row_errors)
+            grouped = grouped_rows(fields.columns, names, frame.height, row_errors)
             if grouped is None:
-                records, inverse = _ungrouped(fields.columns, names, frame.height, row_errors)
+                records, inverse = ungrouped_rows(fields.columns, names, frame.height, row_errors)
             else:
                 weights, inverse, distinct = grouped
                 given = _vouched(ev, judge, distinct)
                 if given is not None and all(given) and _unbuilt(ev, judge, most):
                     prepared.append(Prepared(ev, judge, [], inverse, distinct, unbuilt=weights))
                     continue
-                records = _records_of(distinct, weights)
+                records = records_of(distinct, weights)
         await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
@@ -327,7 +318,7 @@ def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | Non
     judge's window (no window set, little text), and the evaluator's prompts are a plain
     template polars renders, read by label (:mod:`framekit.engine.cached_columns` checks
     the rest)."""
-    if most is None or most > _ALWAYS_FITS:
+    if most is None or most > ALWAYS_FITS:
         return False
     if not isinstance(judge, Judge) or judge.context_window:
         return False
@@ -375,340 +366,3 @@ def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None
     record.settle(known)
     record.free()
     record.latency_s = 0.0
-
-
-# -- identical rows --------------------------------------------------------------------
-
-
-#: The key of rows whose mapping raised, with the error (they are never asked about).
-_ROW_ERROR = "row error"
-
-
-def _hashable(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_hashable(v) for v in value)
-    if isinstance(value, dict):
-        return tuple((k, _hashable(v)) for k, v in value.items())
-    return value
-
-
-def distinct_records(
-    columns: Mapping[str, pl.Series],
-    names: list[str],
-    height: int,
-    row_errors: Mapping[int, str] | None = None,
-) -> tuple[list[Record], list[int]]:
-    """Collapse identical rows into records (their ``weight`` counts the rows), and for
-    each row the index of its record.
-
-    A row in ``row_errors`` (its mapping raised) is not a record to ask about: it goes to
-    a record holding that error (rows with the same error share one).
-    """
-    grouped = _grouped(columns, names, height, row_errors)
-    if grouped is not None:
-        weights, inverse, distinct = grouped
-        return _records_of(distinct, weights), inverse
-    return _ungrouped(columns, names, height, row_errors)
-
-
-def _ungrouped(
-    columns: Mapping[str, pl.Series],
-    names: list[str],
-    height: int,
-    row_errors: Mapping[int, str] | None = None,
-) -> tuple[list[Record], list[int]]:
-    """:func:`distinct_records` of what :func:`_grouped` leaves: no field read, a row whose
-    mapping raised, Python objects. Grouped row by row, in Python."""
-    row_errors = row_errors or {}
-    if not names:  # an evaluator reading no field: every row is the same record
-        return ([Record({}, height)], [0] * height) if height else ([], [])
-    series = [columns[n] for n in names]
-    nested = [s.dtype.is_nested() or s.dtype == pl.Object for s in series]
-    lists = [s.to_list() for s in series]
-    index: dict[Any, int] = {}
-    key: Any
-    records: list[Record] = []
-    inverse: list[int] = []
-    for i, row in enumerate(zip(*lists)):
-        failed = row_errors.get(i)
-        if failed is not None:
-            key = (_ROW_ERROR, failed)
-        elif any(nested):
-            key = tuple(_hashable(v) if n else v for v, n in zip(row, nested))
-        else:
-            key = row
-        try:
-            r = index.get(key)
-        except TypeError:  # an unhashable value from a callable mapping: keep the row apart
-            r, key = None, object()
-        if r is None:
-            r = index[key] = len(records)
-            fresh = Record(dict(zip(names, row)), 0) if failed is None else Record(None, 0)
-            fresh.error = failed
-            records.append(fresh)
-        records[r].weight += 1
-        inverse.append(r)
-    return records, inverse
-
-
-def _grouped(
-    columns: Mapping[str, pl.Series],
-    names: list[str],
-    height: int,
-    row_errors: Mapping[int, str] | None,
-) -> tuple[list[int], list[int], pl.DataFrame] | None:
-    """``(weights, inverse, distinct)`` of typed columns, grouped by polars: only the
-    distinct rows become Python values, and only when their records are built (a frame
-    of repeated rows costs its distinct ones). ``None`` where polars cannot group them
-    (no field, a row whose mapping raised, Python objects): :func:`_ungrouped` does."""
-    series = [columns[n] for n in names]
-    if not names or row_errors or not height or any(s.dtype == pl.Object for s in series):
-        return None
-    frame = pl.DataFrame([s.alias(n) for s, n in zip(series, names)])
-    groups = frame.with_row_index("__row").group_by(names, maintain_order=True).agg("__row")
-    rows = groups.get_column("__row")
-    weights = rows.list.len().to_list()
-    spread = groups.select(pl.int_range(pl.len()).alias("record"), "__row").explode("__row")
-    inverse = np.empty(frame.height, dtype=np.int64)
-    inverse[spread.get_column("__row").to_numpy()] = spread.get_column("record").to_numpy()
-    return weights, inverse.tolist(), groups.select(names)
-
-
-def _records_of(distinct: pl.DataFrame, weights: list[int], raw: bool = False) -> list[Record]:
-    """One record per distinct row, holding the mapping's values (``raw``: vouched for,
-    to be prepared when first read)."""
-    names = distinct.columns
-    values = [distinct.get_column(n).to_list() for n in names]
-    rows = zip(zip(*values), weights)
-    return [Record(dict(zip(names, row)), w, raw=raw) for row, w in rows]
-
-
-# -- the context window ------------------------------------------------------------------
-
-#: Records with fewer characters of fields than this are not measured against a model's
-#: window (that would mean importing litellm to look it up, which a fully cached run never
-#: needs): every chat model of the last years takes them. Set ``judge.context_window``
-#: to have every record checked.
-_ALWAYS_FITS = 8_000
-
-
-async def fit_to_context(
-    records: Sequence[Record], judge: Judge | LocalJudge | Cascade, most: int | None = None
-) -> None:
-    """Cut the fields of over-long ``records`` (in place) to the judge's character
-    budget, each with the note for its explanation (a cascade's: every stage's, so the
-    smallest window decides). ``most``: no record has more characters of text than this
-    (:func:`most_text`), so none is measured when that always fits."""
-    if isinstance(judge, Cascade):
-        for stage in judge.judges:
-            await fit_to_context(records, stage, most)
-        return
-    if not isinstance(judge, Judge):
-        return  # the local judge truncates to its model's 256 tokens by itself
-    if not judge.context_window and most is not None and most <= _ALWAYS_FITS:
-        return
-    unsettled = [r for r in records if r.fields is not None]
-    sizes = [sum(map(text_size, r.fields.values())) for r in unsettled if r.fields is not None]
-    if judge.context_window:
-        budget = judge.char_budget()
-    elif max(sizes, default=0) <= _ALWAYS_FITS:
-        return
-    else:  # litellm's figure: imported (seconds) off the event loop
-        budget = await asyncio.to_thread(judge.char_budget)
-    for record, size in zip(unsettled, sizes):
-        if size > budget and record.fields is not None:
-            record.note = fit_record(record.fields, budget) or record.note
-
-
-def most_text(columns: Mapping[str, pl.Series], names: Sequence[str]) -> int | None:
-    """At least as many characters as :func:`text_size` gives any row's ``names`` in
-    total, read off typed columns by polars (``None``: a column of another type).
-
-    Examples
-    --------
-    >>> most_text({"q": pl.Series(["ab", "abcd"]), "d": pl.Series([["x"], ["yy", "z"]])},
-    ...           ["q", "d"])
-    7
-    """
-    total = 0
-    for name in names:
-        column = columns[name]
-        if column.dtype == pl.String:
-            lengths = column.str.len_chars()
-        elif column.dtype == pl.List(pl.String):
-            lengths = column.list.eval(pl.element().str.len_chars()).list.sum()
-        else:
-            return None
-        total += int(lengths.max() or 0)  # type: ignore[arg-type]
-    return total
-
-
-def text_size(value: Any) -> int:
-    """Characters of text in a field value: a string, or the strings of a list."""
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, (list, tuple)):
-        if all(type(v) is str for v in value):  # the usual list: documents
-            return sum(map(len, value))
-        return sum(text_size(v if not isinstance(v, Mapping) else v.get("content")) for v in value)
-    return 0
-
-
-def _shares(sizes: list[int], budget: int) -> list[int]:
-    """Per-item limits within ``budget``: short items keep all, long ones split the rest."""
-    limits = [0] * len(sizes)
-    left = budget
-    order = sorted(range(len(sizes)), key=sizes.__getitem__)
-    for k, i in enumerate(order):
-        limits[i] = min(sizes[i], left // (len(sizes) - k))
-        left -= limits[i]
-    return limits
-
-
-TRUNCATION_MARK = "\n[... cut by framekit to fit the judge's context window ...]"
-
-
-def _cut(value: Any, limit: int) -> Any:
-    if isinstance(value, str):
-        return value if len(value) <= limit else value[:limit] + TRUNCATION_MARK
-    if isinstance(value, (list, tuple)):
-        limits = _shares([text_size([v]) for v in value], limit)
-        out = []
-        for item, lim in zip(value, limits):
-            if isinstance(item, Mapping) and isinstance(item.get("content"), str):
-                item = {**item, "content": _cut(item["content"], lim)}
-            elif isinstance(item, str):
-                item = _cut(item, lim)
-            out.append(item)
-        return out
-    return value
-
-
-def fit_record(record: dict[str, Any], budget: int) -> str | None:
-    """Cut the text fields of ``record`` (in place) to ``budget`` characters in total.
-
-    Fields shorter than an even share keep everything; the longer ones share the rest, and
-    each cut text ends with a visible mark so the judge knows it is partial. Returns the
-    note for the explanation column, or ``None`` when nothing was cut.
-
-    Examples
-    --------
-    >>> record = {"input": "short question", "output": "x" * 100}
-    >>> fit_record(record, 50)
-    "[framekit: cut to fit the judge's context window: output 100 -> 36 characters]"
-    >>> len(record["output"]) > 36, record["input"]
-    (True, 'short question')
-    """
-    sizes = {f: text_size(v) for f, v in record.items()}
-    if sum(sizes.values()) <= budget:
-        return None
-    limits = dict(zip(sizes, _shares(list(sizes.values()), budget)))
-    cuts = []
-    for f, size in sizes.items():
-        if size > limits[f]:
-            record[f] = _cut(record[f], limits[f])
-            cuts.append(f"{f} {size:,} -> {limits[f]:,}")
-    return f"[framekit: cut to fit the judge's context window: {'; '.join(cuts)} characters]"
-
-
-# -- the mapping -------------------------------------------------------------------------
-
-
-@dataclass
-class ResolvedFields:
-    """Field name -> column of values, plus per-row errors from callables."""
-
-    columns: dict[str, pl.Series]
-    row_errors: dict[str, dict[int, str]] = field(default_factory=dict)
-
-    @property
-    def available(self) -> set[str]:
-        return set(self.columns)
-
-
-def _columns_text(frame: pl.DataFrame) -> str:
-    return ", ".join(repr(c) for c in frame.columns) or "(none)"
-
-
-def resolve_mapping(
-    frame: pl.DataFrame, mapping: Mapping[str, MappingValue] | None, needed: set[str]
-) -> ResolvedFields:
-    """Resolve the fields in ``needed`` (others in the mapping are ignored)."""
-    if mapping is None:
-        mapping = {f: f for f in FIELDS if f in frame.columns}
-        # Columns named as other projects name the fields (user_query, ...) fill the rest.
-        for alias in COLUMN_ALIASES:
-            canonical = FIELD_ALIASES[alias]
-            if canonical not in mapping and alias in frame.columns:
-                mapping[canonical] = alias
-    elif not isinstance(mapping, Mapping):
-        raise MappingError(
-            f"mapping must be a dict of field -> column, got {type(mapping).__name__}"
-        )
-    unknown = [k for k in mapping if k not in FIELDS and k not in FIELD_ALIASES]
-    if unknown:
-        raise MappingError(
-            f"mapping key {unknown[0]!r} is not a field; fields are {', '.join(FIELDS)} "
-            f"(aliases: {', '.join(FIELD_ALIASES)}; map a field to a column: "
-            "{'input': 'question'})"
-        )
-    try:
-        mapping = canonical_fields(mapping, "mapping")
-    except InputError as exc:
-        raise MappingError(str(exc)) from None
-    resolved = ResolvedFields({})
-    for name, source in mapping.items():
-        if name not in needed:
-            continue
-        if isinstance(source, str):
-            if source not in frame.columns:
-                raise MappingError(
-                    f"mapping {name!r} -> {source!r}: no column {source!r}."
-                    f"{did_you_mean(source, frame.columns)} "
-                    f"Available columns: {_columns_text(frame)}"
-                )
-            resolved.columns[name] = frame.get_column(source)
-        elif isinstance(source, pl.Expr):
-            try:
-                resolved.columns[name] = frame.select(source.alias(name)).to_series()
-            except Exception as exc:  # polars raises many kinds; all mean a bad expression
-                raise MappingError(
-                    f"mapping {name!r}: the expression failed: {one_line(str(exc), 200)}. "
-                    f"Available columns: {_columns_text(frame)}"
-                ) from None
-            if resolved.columns[name].len() != frame.height:
-                raise MappingError(
-                    f"mapping {name!r}: the expression gives {resolved.columns[name].len()} "
-                    f"values for {frame.height} rows"
-                )
-        elif callable(source):
-            values: list[Any] = []
-            errors: dict[int, str] = {}
-            for i, row in enumerate(frame.iter_rows(named=True)):
-                try:
-                    value = source(row)
-                    values.append(clean_text(value) if isinstance(value, str) else value)
-                except Exception as exc:
-                    values.append(None)
-                    errors[i] = (
-                        f"mapping for {name!r} raised {type(exc).__name__}: {one_line(str(exc), 120)}"
-                    )
-            resolved.columns[name] = _series(name, values)
-            if errors:
-                resolved.row_errors[name] = errors
-        else:
-            raise MappingError(
-                f"mapping {name!r}: expected a column name, a polars expression or a "
-                f"callable, got {type(source).__name__}"
-            )
-    return resolved
-
-
-def _series(name: str, values: list[Any]) -> pl.Series:
-    """Values of one kind as a typed column; mixed kinds (or odd ones) as Python objects."""
-    if len({type(v) for v in values if v is not None}) <= 1:
-        try:
-            return pl.Series(name, values, strict=False)
-        except Exception:  # polars cannot type them (ragged structs, custom objects...)
-            pass
-    return pl.Series(name, values, dtype=pl.Object)

@@ -19,7 +19,7 @@ import polars as pl
 from framekit._errors import InputError
 from framekit._frames import to_polars
 from framekit._provenance import to_metadata
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.io._parts import _Parts

@@ -19,7 +19,7 @@ import polars as pl
 from framekit._provenance import source_label
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import resolve_cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator

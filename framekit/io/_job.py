@@ -22,7 +22,7 @@ from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
 from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluate import OnError, warn_if_all_failed
 from framekit.evaluators.base import Evaluator, check_evaluators

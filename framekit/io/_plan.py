@@ -15,7 +15,7 @@ import polars as pl
 from framekit._errors import InputError
 from framekit.engine.cache import Cache
 from framekit.engine.dryrun import RequestPlan, plan_requests
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation

@@ -10,7 +10,7 @@ import ray.data
 
 from framekit._errors import InputError
 from framekit.engine.cache import Cache, default_cache_dir
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge

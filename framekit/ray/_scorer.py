@@ -24,7 +24,7 @@ import pyarrow as pa
 from framekit._errors import InputError
 from framekit._result_columns import result_columns
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
