@@ -34,12 +34,15 @@ async def fit_to_context(
     budget, each with the note for its explanation (a cascade's: every stage's, so the
     smallest window decides). ``most``: no record has more characters of text than this
     (:func:`most_text`), so none is measured when that always fits."""
-    if isinstance(judge, Cascade):
-        for stage in judge.judges:
-            await fit_to_context(records, stage, most)
-        return
-    if not isinstance(judge, Judge):
-        return  # the local judge truncates to its model's 256 tokens by itself
+    for stage in judge.stages():
+        # (The offline judge truncates to its model's 256 tokens by itself.)
+        if isinstance(stage, Judge):
+            await _fit_to_window(records, stage, most)
+
+
+async def _fit_to_window(records: Sequence[Record], judge: Judge, most: int | None) -> None:
+    """:func:`fit_to_context` for one LLM judge: its window, measured only when it may
+    matter (a window set, or more text than always fits)."""
     if not judge.context_window and most is not None and most <= ALWAYS_FITS:
         return
     unsettled = [r for r in records if r.fields is not None]

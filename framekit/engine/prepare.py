@@ -88,16 +88,14 @@ class Prepared:
         """Whether its verdicts follow embeddings: the offline judge's (unless it reads
         likelihoods), or of an LLM judge's answers (AnswerRelevancy's regenerated
         questions)."""
-        return (
-            isinstance(self.judge, LocalJudge) and not self.scores_likelihood
-        ) or self.embeds_answers
+        return (self.judge.embeds_locally and not self.scores_likelihood) or self.embeds_answers
 
     @property
     def scores_likelihood(self) -> bool:
         """Whether the offline judge reads this evaluator with the likelihood scorer
         (the ``lm`` extra: :meth:`LocalJudge.scores_likelihood
         <framekit.judges.local.LocalJudge.scores_likelihood>`)."""
-        return isinstance(self.judge, LocalJudge) and self.judge.scores_likelihood(self.evaluator)
+        return self.judge.scores_likelihood(self.evaluator)
 
     @property
     def embeds_answers(self) -> bool:
@@ -143,14 +141,7 @@ class Prepared:
         """How this share's judge gives a confidence: ``"calibrated offline"`` (the
         offline judge's fitted map), ``"self-consistency k=N"`` (``samples=N``), or
         ``"logprobs"`` (token log-probabilities, where the endpoint reports them)."""
-        if isinstance(self.judge, LocalJudge):
-            share = self.judge.relevant_share
-            return "calibrated offline" + (f" (relevant share {share:g})" if share else "")
-        if isinstance(self.judge, Cascade):  # its stages' methods: see framekit.engine.cascade
-            return "cascade"
-        if self.judge.samples > 1:
-            return f"self-consistency k={self.judge.samples}"
-        return "logprobs"
+        return self.judge.confidence_method
 
     def confidence_summary(self) -> dict[str, Any]:
         """This evaluator's confidence figures for the run record. ``method`` is ``None``

@@ -152,6 +152,22 @@ class Cascade:
             f"{m} (stage {k + 1})" if models.count(m) > 1 else m for k, m in enumerate(models)
         )
 
+    # -- what the engine asks of every kind of judge ------------------------------------
+    #: Its stages embed, not the cascade (each stage's share is run as its own).
+    embeds_locally = False
+    #: How it gives a row's confidence: each stage its own way (the run record lists
+    #: the stages' methods).
+    confidence_method = "cascade"
+
+    def stages(self) -> tuple[Judge | LocalJudge, ...]:
+        """The judges asked in turn, cheapest first."""
+        return tuple(self.judges)
+
+    def scores_likelihood(self, evaluator: Any) -> bool:
+        """Whether the cascade itself reads ``evaluator`` by likelihood: never (a stage
+        may, on its own share)."""
+        return False
+
     @property
     def secrets(self) -> list[str]:
         """Every stage's credentials, for redaction."""

@@ -269,6 +269,24 @@ class Judge:
         """Answers asked per request (``samples=``; 1: one)."""
         return self.decoding.samples
 
+    # -- what the engine asks of every kind of judge ------------------------------------
+    #: Whether its verdicts follow embeddings it makes itself (the offline judge's).
+    embeds_locally = False
+
+    def stages(self) -> tuple[Judge]:
+        """The judges asked in turn, cheapest first: this one."""
+        return (self,)
+
+    def scores_likelihood(self, evaluator: Any) -> bool:
+        """Whether it reads ``evaluator`` with the offline likelihood scorer: never."""
+        return False
+
+    @property
+    def confidence_method(self) -> str:
+        """How it gives a row's confidence, as the run record says it: the agreement of
+        ``samples=k`` answers, else the label's token log-probabilities."""
+        return f"self-consistency k={self.samples}" if self.samples > 1 else "logprobs"
+
     @property
     def max_tokens(self) -> int:
         return self.decoding.max_tokens
