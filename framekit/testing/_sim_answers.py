@@ -33,6 +33,10 @@ The answer rule
   (``@sim(claims=oops)``: a malformed list).
 * ``@sim(omit=explanation)`` leaves that property out of the answer (several:
   ``omit=a|b``), as a judge that skips a field does.
+* ``@sim(reply=...)`` makes the reply a text of the test's choosing, base64url-encoded
+  (:func:`reply_marker` writes the marker): ``{answer}`` in it is replaced by the answer's
+  JSON, as ``SimulatorConfig.reply_template`` does for every reply, but per row. The
+  text stands for the message content, or a tool call's arguments in tool mode.
 """
 
 from __future__ import annotations
@@ -50,7 +54,9 @@ from typing import Any
 
 from framekit.testing import _sim_logprobs
 
-RESERVED_KEYS = frozenset({"fault", "first", "retry_after", "latency", "truth", "confidence"})
+RESERVED_KEYS = frozenset(
+    {"fault", "first", "retry_after", "latency", "truth", "confidence", "reply"}
+)
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
 )
@@ -117,9 +123,33 @@ def parse_markers(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 key, sep, raw = pair.partition("=")
                 key = key.strip()
                 if sep and key:
-                    # fault=null names a fault; it must not parse as None.
-                    found[key] = raw.strip() if key == "fault" else parse_value(raw)
+                    # fault=null names a fault and a reply's base64 may read as a number:
+                    # both are kept as written.
+                    found[key] = raw.strip() if key in _VERBATIM else parse_value(raw)
     return found
+
+
+_VERBATIM = frozenset({"fault", "reply"})
+
+
+def reply_marker(text: str) -> str:
+    """The marker making the simulator reply ``text`` (``{answer}``: the answer's JSON).
+
+    Examples
+    --------
+    >>> marker = reply_marker("Verdict: {answer}, not (this)")
+    >>> marker.startswith("@sim(reply=") and ")" not in marker[:-1]
+    True
+    >>> reply_text(parse_markers([{"role": "user", "content": marker}]))
+    'Verdict: {answer}, not (this)'
+    """
+    return "@sim(reply=" + base64.urlsafe_b64encode(text.encode()).decode() + ")"
+
+
+def reply_text(markers: Mapping[str, Any]) -> str | None:
+    """The reply text a ``reply`` marker asks for, or ``None``."""
+    raw = markers.get("reply")
+    return None if raw is None else base64.urlsafe_b64decode(str(raw)).decode()
 
 
 def parse_value(raw: str) -> Any:
@@ -424,6 +454,8 @@ def chat_completion(
     else:
         text = f"Simulated answer to {len(subject)} characters."
 
+    marked = reply_text(markers)
+    template = marked or template
     if fault == "malformed":
         # Half of a JSON object never parses: the closing brace is gone.
         text = text[: len(text) // 2] if text.startswith("{") else "{" + text
@@ -438,7 +470,10 @@ def chat_completion(
             {
                 "id": f"call_{response_id[-12:]}",
                 "type": "function",
-                "function": {"name": tool_name, "arguments": text},
+                "function": {
+                    "name": tool_name,
+                    "arguments": marked.replace("{answer}", text) if marked else text,
+                },
             }
         ]
         finish = "tool_calls"
