@@ -59,8 +59,18 @@ def read_claims(answer: Mapping[str, Any], n_documents: int) -> list[dict[str, A
     """The judge's claims as plain dicts (``claim``, ``evidence``, ``supported``,
     ``document``); a document number outside 1..n becomes null.
 
+    A claim marked supported must have text and cite a document the row has (a number in
+    1..n): one that does not is counted unsupported, and its ``problem`` says why (the
+    explanation shows it), since a verdict it cannot point to is no support.
+
     The parser has checked the list against the schema (a malformed one is re-asked);
     this is the last line for an answer read from an old cache entry.
+
+    Examples
+    --------
+    >>> read_claims({"claims": [{"claim": "Paris is big.", "supported": True,
+    ...                          "document": 7, "evidence": ""}]}, 2)[0]["problem"]
+    'marked supported, but cites document 7 of 2'
     """
     raw = answer.get("claims")
     if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
@@ -70,17 +80,41 @@ def read_claims(answer: Mapping[str, Any], n_documents: int) -> list[dict[str, A
         supported = item.get("supported")
         if not isinstance(supported, bool):
             raise RecordError(f"a claim's 'supported' is {supported!r}, not true or false")
-        document = item.get("document")
-        valid = isinstance(document, int) and not isinstance(document, bool)
-        claims.append(
-            {
-                "claim": str(item.get("claim") or "").strip(),
-                "supported": supported,
-                "document": document if valid and 1 <= document <= n_documents else None,
-                "evidence": str(item.get("evidence") or "").strip(),
-            }
-        )
+        document = _document_number(item.get("document"))
+        claim: dict[str, Any] = {
+            "claim": str(item.get("claim") or "").strip(),
+            "supported": supported,
+            "document": document if document is not None and 1 <= document <= n_documents else None,
+            "evidence": str(item.get("evidence") or "").strip(),
+        }
+        problem = _support_problem(claim, item.get("document"), n_documents) if supported else None
+        if problem:
+            claim.update(supported=False, problem=problem)
+        claims.append(claim)
     return claims
+
+
+def _document_number(value: Any) -> int | None:
+    """A cited document number as an integer (``2`` or ``2.0``), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _support_problem(claim: Mapping[str, Any], cited: Any, n_documents: int) -> str | None:
+    """Why a claim marked supported is not, or ``None``: no text, no document, or a
+    document the row does not have."""
+    if not claim["claim"]:
+        return "marked supported, but the claim has no text"
+    if cited is None:
+        return "marked supported, but cites no document"
+    if claim["document"] is None:
+        return f"marked supported, but cites document {one_line(str(cited), 20)} of {n_documents}"
+    return None
 
 
 def band_label(value: float, bands: Mapping[str, float]) -> str:
@@ -148,5 +182,6 @@ def claims_verdict(
             lines.append(f"- supported{where}: {c['claim']}")
         else:
             why = f" ({one_line(c['evidence'], 160)})" if c["evidence"] else ""
-            lines.append(f"- unsupported: {c['claim']}{why}")
+            said = f" ({c['problem']})" if c.get("problem") else ""
+            lines.append(f"- unsupported{said}: {c['claim'] or '(no text)'}{why}")
     return Verdict(value, band_label(value, bands), "\n".join(lines), details=details)
