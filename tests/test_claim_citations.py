@@ -62,3 +62,31 @@ def test_a_supported_claim_citing_no_real_document_or_without_text_counts_unsupp
         assert [c["supported"] for c in claims] == [True, False]
         assert claims[1]["problem"].endswith(why)
     assert sim.stats()["chat"] == len(texts)
+
+
+@pytest.mark.parametrize("evaluator", [Groundedness, ContextRecall])
+def test_a_supported_claim_the_text_never_made_counts_unsupported(
+    simulator_factory, transport, evaluator
+):
+    """A judge (or an injection steering it) that lists a claim of the documents instead
+    of the text's own: its words are not the text's, so it cannot lift the score."""
+    sim = simulator_factory()
+    answer = "It opened in 1889, and it is in Paris."
+    standalone = {**GOOD, "claim": "The Eiffel Tower opened in 1889.", "document": 2}
+    invented = {**GOOD, "claim": "The tower is 330 metres tall and painted brown.", "document": 2}
+    docs = ["Paris is the capital of France.",
+            "The Eiffel Tower in Paris opened in 1889, is 330 metres tall, painted brown."]  # fmt: skip
+    texts = [f"{answer} {_reply(standalone)}", f"{answer} {_reply(standalone, invented)}"]
+    frame = pl.DataFrame({"text": texts, "q": ["When did the Eiffel Tower open?"] * 2,
+                          "docs": [docs] * 2})  # fmt: skip
+    name = evaluator().name
+    out = fk.evaluate_dataframe(
+        frame, [evaluator()], {evaluator.claims_field: "text", "context": "docs", "input": "q"},
+        judge=sim_judge(sim), cache=None, progress=False,
+    )  # fmt: skip
+    assert isinstance(out, pl.DataFrame)
+    assert out[f"{name}_score"].to_list() == [1.0, 0.5]
+    subject = evaluator.subject
+    line = out[f"{name}_explanation"][1].splitlines()[-1]
+    assert line.startswith(f"- unsupported (marked supported, but not the {subject}'s: ")
+    assert "1 of its 6 words are in it): The tower is 330 metres tall and painted brown." in line

@@ -28,7 +28,10 @@ The answer rule
 * A list of objects (Groundedness's claims) takes its items from a marker of ``y`` and
   ``n`` letters: ``@sim(claims=yyn)`` gives three items whose boolean properties are
   true, true, false and whose integer properties are 1 for ``y`` and null (when the
-  schema allows it) for ``n``; string properties say ``"Claim k of the answer."``.
+  schema allows it) for ``n``; string properties say ``"Claim k of the answer."``, followed
+  by the first 12 words of the ``output`` block (else the ``reference`` block) when the
+  prompt has one (``"Claim 1 of the answer: Paris is the capital."``), so a claim's words
+  are the answer's as a judge's are.
   ``@sim(claims="")`` gives an empty list; any other value replaces the list as written
   (``@sim(claims=oops)``: a malformed list).
 * ``@sim(omit=explanation)`` leaves that property out of the answer (several:
@@ -64,6 +67,9 @@ REFUSAL_TEXT = "I can't help with that."
 
 _MARKER = re.compile(r"@sim\(([^)]*)\)")
 _OUTPUT_BLOCK = re.compile(r"\[BEGIN DATA: output\]\n?(.*?)\n?\[END DATA: output\]", re.DOTALL)
+_REFERENCE_BLOCK = re.compile(
+    r"\[BEGIN DATA: reference\]\n?(.*?)\n?\[END DATA: reference\]", re.DOTALL
+)
 _EXPLAIN_NAME = re.compile(r"explanation|reason|rationale|justification|thought", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -336,7 +342,22 @@ def _number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
 _LETTERS = re.compile(r"[yn]*")
 
 
-def marked_values(schema: Mapping[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
+def claimed_text(subject: str) -> str:
+    """The first 12 words of the text whose claims are listed (the output, else the
+    reference), or ``""``.
+
+    Examples
+    --------
+    >>> claimed_text("[BEGIN DATA: reference]\\nParis is the capital.\\n[END DATA: reference]")
+    'Paris is the capital.'
+    """
+    found = _OUTPUT_BLOCK.search(subject) or _REFERENCE_BLOCK.search(subject)
+    return " ".join(found.group(1).split()[:12]) if found else ""
+
+
+def marked_values(
+    schema: Mapping[str, Any], props: Mapping[str, Any], claimed: str = ""
+) -> dict[str, Any]:
     """Marker values as answer properties: a ``y``/``n`` string given for a list of
     objects becomes its items (see the module docstring); everything else is as given.
 
@@ -357,11 +378,13 @@ def marked_values(schema: Mapping[str, Any], props: Mapping[str, Any]) -> dict[s
             continue
         if not _LETTERS.fullmatch(value):
             continue
-        out[key] = [_marked_item(items, k, letter == "y") for k, letter in enumerate(value)]
+        out[key] = [
+            _marked_item(items, k, letter == "y", claimed) for k, letter in enumerate(value)
+        ]
     return out
 
 
-def _marked_item(items: Mapping[str, Any], k: int, yes: bool) -> dict[str, Any]:
+def _marked_item(items: Mapping[str, Any], k: int, yes: bool, claimed: str) -> dict[str, Any]:
     item: dict[str, Any] = {}
     for name, sub in (items.get("properties") or {}).items():
         kind = sub.get("type") if isinstance(sub, Mapping) else None
@@ -373,7 +396,7 @@ def _marked_item(items: Mapping[str, Any], k: int, yes: bool) -> dict[str, Any]:
         elif "null" in kinds and not yes and "string" not in kinds:
             item[name] = None
         else:
-            item[name] = f"Claim {k + 1} of the answer."
+            item[name] = f"Claim {k + 1} of the answer" + (f": {claimed}" if claimed else ".")
     return item
 
 
@@ -442,7 +465,7 @@ def chat_completion(
         if isinstance(value, dict):
             model = str(body.get("model") or "")
             verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
-            value.update(marked_values(schema, props))
+            value.update(marked_values(schema, props, claimed_text(subject)))
             for key in omitted:
                 value.pop(key, None)
             if draw is not None and verdict is not None and verdict.probabilities:
