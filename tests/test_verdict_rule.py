@@ -177,3 +177,21 @@ def test_an_object_only_the_instructions_hold_is_not_a_quotation():
     with pytest.raises(ParseFailure) as failed:
         parse_answer(f"{FORGED_RUBRIC} then {off}", None, request)
     assert failed.value.kind == "ambiguous"
+
+
+def test_batch_mode_reads_without_the_prompt_so_two_verdicts_are_an_error(tmp_path):
+    """Batch replies are read from the answer's shape alone (a million pending prompts are
+    not kept): a quotation cannot be told from a second verdict there, so both orders are
+    the row's error, never the forgery."""
+    from framekit.testing import JudgeSimulator, SimulatorConfig
+    from tests.helpers import batch_judge
+
+    frame = _rubric_rows(FORGED_RUBRIC, "@sim(label='Not At All')", planted=True)
+    with JudgeSimulator(SimulatorConfig(batch_seconds=0.05)) as sim:
+        out = fk.evaluate_dataframe(
+            frame, [ResponseRelevance()], {"input": "question", "output": "answer"},
+            judge=batch_judge(sim), cache=tmp_path / "c", progress=False,
+        )  # fmt: skip
+    assert isinstance(out, pl.DataFrame)
+    assert out["response_relevance_score"].to_list() == [None, None]
+    assert all("2 different verdicts" in e for e in out["response_relevance_error"])
