@@ -113,7 +113,9 @@ class FaultRaised(JudgeError):
 class ParseFailure(JudgeError):
     """The reply could not be read as the requested answer; ``kind`` says how
     (``"refusal"``, ``"null"``, ``"malformed"``, ``"label"``, ``"schema"``: a list of
-    objects, such as a claim list, that does not match its schema)."""
+    objects, such as a claim list, that does not match its schema; ``"ambiguous"``: two
+    different verdicts in one reply; ``"quoted"``: the only verdict is quoted from the
+    evaluated text; see :mod:`framekit.judges.verdict`)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

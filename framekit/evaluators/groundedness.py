@@ -119,7 +119,9 @@ class ClaimsEvaluator(Evaluator):
         answer: Mapping[str, Any],
         vectors: list[np.ndarray] | None = None,
     ) -> Verdict:
-        claims = _claims.read_claims(answer, len(record["context"]))
+        # The claims come from the text, written to stand alone with words of the request.
+        source = f"{record[self.claims_field]}\n{record.get('input') or ''}"
+        claims = _claims.read_claims(answer, len(record["context"]), source, self.subject)
         return _claims.claims_verdict(claims, self.bands, self.no_claims_label, self.subject)
 
     # -- offline judge ------------------------------------------------------------------
