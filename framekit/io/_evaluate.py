@@ -30,6 +30,7 @@ from framekit.io._job import ParquetJob, ParquetOptions
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     SourceLike,
+    read_slice,
     resolve_sources,
     scan_sources,
 )
@@ -73,7 +74,7 @@ async def _evaluate_files(
     scan = scan_sources(files)
 
     def read(offset: int, length: int) -> pl.DataFrame:
-        return scan.select(job.columns).slice(offset, length).collect()
+        return read_slice(files, job.columns, offset, length)
 
     try:
         await submit_all_slices(

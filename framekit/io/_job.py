@@ -20,6 +20,7 @@ import polars as pl
 
 from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
+from framekit._paths import check_regular_or_new
 from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
@@ -235,6 +236,7 @@ class ParquetJob:
 
 
 def _check_destination(destination: Path, files: Sequence[Path]) -> None:
+    check_regular_or_new(destination, "destination")  # a FIFO or device is never replaced
     if destination.is_dir():
         raise InputError(f"destination {str(destination)!r} is a directory; name a file")
     if destination.resolve() in files:

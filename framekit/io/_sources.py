@@ -174,6 +174,44 @@ def plan_slices(
     return slices
 
 
+def read_slice(
+    files: Sequence[Path], columns: Sequence[str], offset: int, length: int
+) -> pl.DataFrame:
+    """Rows ``offset`` to ``offset + length`` of the files' ``columns``.
+
+    A Parquet string column may hold bytes that are not UTF-8 (a writer that cast binary
+    data to string without checking it); polars refuses to read them. That is said in
+    one line naming the column (:func:`collect_text`), not as polars' ``ComputeError``.
+    """
+    scan = scan_sources(files).select(list(columns)).slice(offset, length)
+    return collect_text(scan, files)
+
+
+def collect_text(frame: pl.LazyFrame, files: Sequence[Path]) -> pl.DataFrame:
+    """``frame.collect()``; a string column holding invalid UTF-8 is an :class:`InputError`
+    naming the column and the file (the columns are read one by one to find it)."""
+    try:
+        return frame.collect()
+    except pl.exceptions.ComputeError as exc:
+        if "utf-8" not in str(exc).lower():
+            raise
+        failed = exc
+    bad = []
+    for name in frame.collect_schema().names():
+        try:
+            frame.select(name).collect()
+        except pl.exceptions.ComputeError:
+            bad.append(name)
+    where = repr(str(files[0])) if len(files) == 1 else f"one of {len(files)} source files"
+    if not bad:  # only the whole read fails: say what polars said, on one line
+        raise InputError(f"{where}: {' '.join(str(failed).split())}") from None
+    raise InputError(
+        f"column {bad[0]!r} of {where} is a string column holding bytes that are not valid "
+        "UTF-8; repair the file first (decode those bytes with errors='replace', or store "
+        "the column as binary, which framekit reads with bad bytes replaced)"
+    ) from None
+
+
 def scan_sources(files: Sequence[Path]) -> pl.LazyFrame:
     """A LazyFrame over the files (globs already expanded, so none are re-globbed)."""
     return pl.scan_parquet(

@@ -1,0 +1,186 @@
+"""Issue 39, outputs and bad input: destinations that are not regular files, ``-o -``,
+string columns holding invalid UTF-8, and the smaller input faults of the same round.
+
+Every CLI case ends in one line naming the path, column or argument, exit 2, and no
+request at the simulator.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pty
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import framekit as fk
+from framekit.analysis.report import write_html_report
+from framekit.evaluators import RetrievalRelevance
+from tests.helpers import API_KEY, MAPPING, RETRIEVAL_CLI_ARGS, retrieval_frame, sim_judge
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None, **run: object):
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(PYTHONPATH=str(ROOT), LITELLM_OFFLINE_MODE="true", **(env or {}))
+    environ.pop("FRAMEKIT_JUDGE", None)
+    run.setdefault("capture_output", True)
+    return subprocess.run(
+        [sys.executable, "-m", "framekit.cli", *args], cwd=cwd, env=environ, timeout=180, **run
+    )
+
+
+def _sim_args(sim) -> list[str]:
+    return ["--judge", "openai/sim-judge", "--api-base", sim.api_base, *RETRIEVAL_CLI_ARGS]
+
+
+def _one_line(stderr: str) -> str:
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+# -- destinations that are not regular files ------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_null"])
+def test_a_fifo_or_a_device_at_o_is_refused_in_one_line_and_never_replaced(
+    tmp_path, judge_simulator, kind
+):
+    retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
+    if kind == "fifo":
+        target = tmp_path / "pipe"
+        os.mkfifo(target)
+        is_kind = stat.S_ISFIFO
+    else:
+        target = Path("/dev/null")
+        is_kind = stat.S_ISCHR
+    run = _cli("evaluate", "in.parquet", "-o", str(target), *_sim_args(judge_simulator),
+               cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY}, text=True)  # fmt: skip
+    assert run.returncode == 2, run.stderr
+    line = _one_line(run.stderr)
+    assert str(target) in line and "not a regular file" in line
+    assert judge_simulator.stats()["total"] == 0
+    assert is_kind(os.stat(target).st_mode)  # still the FIFO, still the device
+    assert not list(target.parent.glob(f".{target.name}*"))  # no parts, no probe left
+
+
+def test_every_library_writer_refuses_a_fifo_and_leaves_it(tmp_path, judge_simulator):
+    src = tmp_path / "in.parquet"
+    retrieval_frame(4).write_parquet(src)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    scored = retrieval_frame(2).with_columns(
+        pl.lit(1.0).alias("retrieval_relevance_score"),
+        pl.lit(None, pl.String).alias("retrieval_relevance_error"),
+        span_id=pl.Series(["0123456789abcdef", "0123456789abcdee"]),
+        trace_id=pl.Series(["0" * 31 + "1", "0" * 31 + "2"]),
+    )
+    writers = {
+        "evaluate_parquet": lambda: fk.evaluate_parquet(
+            src,
+            fifo,
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=sim_judge(judge_simulator),
+            cache=False,
+            progress=False,
+        ),  # fmt: skip
+        "write_parquet": lambda: fk.io.write_parquet(scored, fifo, provenance={"x": 1}),
+        "write_html_report": lambda: write_html_report(scored, fifo),
+        "to_otel_events": lambda: fk.traces.to_otel_events(scored, fifo),
+    }
+    for name, write in writers.items():
+        with pytest.raises(fk.InputError, match="FIFO") as raised:
+            write()  # a FIFO opened for writing would block: the check comes first
+        assert str(fifo) in str(raised.value), name
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode), name
+    assert judge_simulator.stats()["total"] == 0
+
+
+def test_report_html_to_a_fifo_exits_2_before_the_summary(tmp_path):
+    scored = retrieval_frame(4).with_columns(
+        pl.lit(0.5).alias("retrieval_relevance_score"),
+        pl.lit(None, pl.String).alias("retrieval_relevance_error"),
+    )
+    scored.write_parquet(tmp_path / "scored.parquet")
+    os.mkfifo(tmp_path / "r.html")
+    run = _cli("report", "scored.parquet", "--html", "r.html", cwd=tmp_path, text=True)
+    assert run.returncode == 2 and run.stdout == ""
+    assert "r.html" in _one_line(run.stderr)
+
+
+# -- -o - ------------------------------------------------------------------------------
+
+
+def test_o_dash_writes_the_parquet_file_and_its_run_record_to_stdout(tmp_path, judge_simulator):
+    retrieval_frame(5).write_parquet(tmp_path / "in.parquet")
+    run = _cli("evaluate", "in.parquet", "-o", "-", "-q", *_sim_args(judge_simulator),
+               cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY})  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    table = pq.read_table(io.BytesIO(run.stdout))
+    assert table.num_rows == 5 and "retrieval_relevance_score" in table.column_names
+    (tmp_path / "piped.parquet").write_bytes(run.stdout)
+    record = fk.io.read_provenance(tmp_path / "piped.parquet")
+    assert record is not None and record["judges"]
+    assert not (tmp_path / "-").exists()  # was: a file named "-"
+    assert judge_simulator.stats()["total"] == 5
+
+
+def test_o_dash_is_refused_on_a_terminal_and_with_no_wait(tmp_path, judge_simulator):
+    retrieval_frame(3).write_parquet(tmp_path / "in.parquet")
+    leader, follower = pty.openpty()
+    try:
+        run = _cli("evaluate", "in.parquet", "-o", "-", *_sim_args(judge_simulator),
+                   cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY}, capture_output=False,
+                   stdout=follower, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    finally:
+        os.close(follower)
+        os.close(leader)
+    assert run.returncode == 2
+    assert "terminal" in _one_line(run.stderr)
+    run = _cli("evaluate", "in.parquet", "-o", "-", "--batch", "--no-wait",
+               *_sim_args(judge_simulator), cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY},
+               text=True)  # fmt: skip
+    assert run.returncode == 2 and "--no-wait" in _one_line(run.stderr)
+    assert judge_simulator.stats()["total"] == 0
+
+
+# -- a string column holding invalid UTF-8 ---------------------------------------------
+
+
+def _invalid_utf8_parquet(path: Path) -> None:
+    """A Parquet file whose String column holds bytes that are not UTF-8, as a writer
+    that casts binary data to string without checking it leaves one."""
+    raw = pa.array([b"Item 0 is a thing.", b"caf\xe9 \xff\xfe", b"Item 2."], type=pa.binary())
+    questions = pa.array([f"What is item {i}?" for i in range(3)])
+    pq.write_table(pa.table({"question": questions, "docs": raw.view(pa.string())}), path)
+
+
+def test_a_string_column_holding_invalid_utf8_is_one_line_naming_the_column(
+    tmp_path, judge_simulator
+):
+    _invalid_utf8_parquet(tmp_path / "in.parquet")
+    run = _cli("evaluate", "in.parquet", "-o", "out.parquet", *_sim_args(judge_simulator),
+               cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY}, text=True)  # fmt: skip
+    assert run.returncode == 2, run.stderr  # was: polars' ComputeError traceback, exit 1
+    line = _one_line(run.stderr)
+    assert "'docs'" in line and "UTF-8" in line and "in.parquet" in line
+    assert judge_simulator.stats()["total"] == 0
+    assert not (tmp_path / "out.parquet").exists()
+    with pytest.raises(fk.InputError, match="column 'docs'"):
+        fk.evaluate_parquet(
+            tmp_path / "in.parquet", tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING,
+            judge=sim_judge(judge_simulator), cache=False, progress=False,
+        )  # fmt: skip
+    dry = _cli("evaluate", "in.parquet", "--dry-run", *_sim_args(judge_simulator),
+               cwd=tmp_path, text=True)  # fmt: skip
+    assert dry.returncode == 2 and "'docs'" in _one_line(dry.stderr)
