@@ -292,7 +292,8 @@ def status_fault(
     rejected structured-output mode falls back, anything else fails the row."""
     name = _ERROR_NAMES.get(status, f"HTTP {status}")
     message, code = _error_message(payload)
-    reason = _secrets.redact(f"{name}: {one_line(message, 160)}", secrets)
+    # Redacted before it is cut: a key cut in two would no longer match.
+    reason = f"{name}: {one_line(_secrets.redact(message, secrets), 160)}"
     if status == 429:
         return Fault.rate_limited(headers)
     if status in (401, 403):
@@ -316,9 +317,8 @@ def exception_fault(exc: BaseException, secrets: Sequence[str]) -> Fault:
     anything else fatal."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Fault("transient", TIMEOUT)
-    reason = _secrets.redact(
-        f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", secrets
-    )
+    detail = _secrets.redact(str(exc), secrets) or "no detail"  # before it is cut
+    reason = f"{type(exc).__name__}: {one_line(detail, 160)}"
     refused = refused_by_client(exc)
     if refused is not None:  # the URL or its credentials: every call would fail alike
         return Fault("config", refused)

@@ -364,7 +364,8 @@ class Judge:
         key = ", api_key='***'" if self.endpoint.credentials.own()[0] else ""
         workers = f", processes={self.processes}" if self.processes > 1 else ""
         return (
-            f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
+            f"Judge({_secrets.mask_keys(self.model)!r}, concurrency={self.concurrency}, "
+            f"rpm={self.rpm}, "
             f"tpm={self.tpm}{workers}, transport={self.transport!r}{key})"
         )
 
