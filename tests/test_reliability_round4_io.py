@@ -184,3 +184,26 @@ def test_a_string_column_holding_invalid_utf8_is_one_line_naming_the_column(
     dry = _cli("evaluate", "in.parquet", "--dry-run", *_sim_args(judge_simulator),
                cwd=tmp_path, text=True)  # fmt: skip
     assert dry.returncode == 2 and "'docs'" in _one_line(dry.stderr)
+
+
+# -- the smaller faults ------------------------------------------------------------------
+
+
+def test_a_cascade_summary_says_how_many_rows_its_last_stage_failed(judge_simulator, capsys):
+    frame = retrieval_frame(12).with_columns(
+        question=pl.when(pl.col("row_id") % 4 == 0)
+        .then(pl.col("question") + " @sim(fault=400)")
+        .otherwise(pl.col("question"))
+    )
+    stages = [sim_judge(judge_simulator), sim_judge(judge_simulator, temperature=0.5)]
+    out = fk.evaluate_dataframe(
+        frame, [RetrievalRelevance()], MAPPING, judge=fk.Cascade(stages, [0.9]), cache=False,
+    )  # fmt: skip
+    failed = int(out["retrieval_relevance_error"].is_not_null().sum())
+    assert failed == 3
+    line = next(s for s in capsys.readouterr().err.splitlines() if "framekit: cascade" in s)
+    last = fk.last_run().stages[-1]
+    assert last["rows_failed"] == 3 and last["rows_decided"] == last["rows"]
+    # Was: "decided 9 of 9 rows" though 3 of them are errors.
+    shown = f"(stage 2) decided {last['rows'] - 3} of {last['rows']} rows, failed 3"
+    assert line.endswith(f"{shown} ({last['requests']} requests)"), line
