@@ -8,6 +8,7 @@ request at the simulator.
 from __future__ import annotations
 
 import io
+import json
 import os
 import pty
 import stat
@@ -207,3 +208,57 @@ def test_a_cascade_summary_says_how_many_rows_its_last_stage_failed(judge_simula
     # Was: "decided 9 of 9 rows" though 3 of them are errors.
     shown = f"(stage 2) decided {last['rows'] - 3} of {last['rows']} rows, failed 3"
     assert line.endswith(f"{shown} ({last['requests']} requests)"), line
+
+
+class _Stub:
+    """A server on 127.0.0.1 answering every POST with HTTP 200 and ``body``."""
+
+    def __init__(self, body: bytes) -> None:
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - the http.server API
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.api_base = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (
+            json.dumps({"error": {"message": "The model is overloaded (ref 7f3a)"}}).encode(),
+            "HTTP 200 with an error: The model is overloaded (ref 7f3a)",
+        ),
+        (b'{"choices": [{"message": {"content": "caf\xe9 \xff"}}]}', "not valid UTF-8"),
+    ],
+    ids=["error_object", "invalid_utf8"],
+)
+def test_an_unreadable_200_is_reported_in_the_endpoints_words(body, said):
+    stub = _Stub(body)
+    try:
+        judge = fk.Judge("openai/stub", api_base=stub.api_base, api_key=API_KEY, max_retries=0,
+                         transport="http")  # fmt: skip
+        out = fk.evaluate_dataframe(
+            retrieval_frame(1), [RetrievalRelevance()], MAPPING, judge=judge, cache=False,
+            progress=False,
+        )  # fmt: skip
+    finally:
+        stub.close()
+    error = out["retrieval_relevance_error"][0]
+    assert said in error and "not a chat completion" not in error, error

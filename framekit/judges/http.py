@@ -242,7 +242,7 @@ class HttpTransport:
             reply = None
         if reply is None:
             # A torn or garbled body from a proxy: the next attempt may be whole.
-            return Fault("transient", "APIError: the judge's answer was not a chat completion")
+            return Fault("transient", unreadable_reply(payload, self.secrets))
         price = self._price
         if price is not None:
             reply.cost_usd = price.cost(reply.prompt_tokens, reply.completion_tokens)
@@ -308,6 +308,35 @@ def status_fault(
     ):
         return Fault("mode", reason)
     return Fault("fatal", reason, status=status)
+
+
+def unreadable_reply(payload: bytes, secrets: Sequence[str]) -> str:
+    """Why a 200 answer is not a chat completion, in the endpoint's words where it gave
+    some: an error object sent with 200 (some gateways do), or a body that is not UTF-8.
+
+    Examples
+    --------
+    >>> unreadable_reply(b'{"error": {"message": "model overloaded"}}', [])
+    'APIError: the endpoint answered HTTP 200 with an error: model overloaded'
+    >>> unreadable_reply(bytes([0x7B, 0xFF]), [])
+    "APIError: the judge's answer (HTTP 200) is not valid UTF-8: '{\ufffd'"
+    """
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = _secrets.redact(payload[:400].decode("utf-8", "replace"), secrets)
+        return (
+            f"APIError: the judge's answer (HTTP 200) is not valid UTF-8: {one_line(shown, 120)!r}"
+        )
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("error"):
+        message, _ = _error_message(payload)
+        shown = one_line(_secrets.redact(message, secrets), 160)  # redacted before it is cut
+        return f"APIError: the endpoint answered HTTP 200 with an error: {shown}"
+    return "APIError: the judge's answer was not a chat completion"
 
 
 def exception_fault(exc: BaseException, secrets: Sequence[str]) -> Fault:
