@@ -211,13 +211,13 @@ async def evaluate_with_stats(
         stats.elapsed_s = time.perf_counter() - started
         note_interrupted(
             "framekit: run interrupted. "
-            + _kept(resolved_cache, resolved_cache.saved - saved_before, always=True)
+            + kept_answers(resolved_cache, resolved_cache.saved - saved_before, always=True)
         )
         raise
     except JudgeError as exc:
         # The run stops (a rejected key, an unreachable endpoint, a missing offline
         # model): say what was kept.
-        kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
+        kept = kept_answers(resolved_cache, resolved_cache.saved - saved_before)
         if kept:
             exc.args = (f"{exc} {kept}",)
         raise exc from None
@@ -250,8 +250,8 @@ def warn_if_all_failed(stats: RunStats) -> None:
         )
 
 
-def _kept(cache: Cache, saved: int, always: bool = False) -> str:
-    """What an early stop kept: the answers already written to the cache."""
+def kept_answers(cache: Cache, saved: int, always: bool = False) -> str:
+    """What an early stop kept: the ``saved`` answers already written to the cache."""
     if not cache.enabled:
         return "Caching is off, so no answer of this run was kept." if always else ""
     if saved == 0 and not always:

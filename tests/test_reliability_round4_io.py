@@ -11,9 +11,12 @@ import io
 import json
 import os
 import pty
+import re
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -262,3 +265,32 @@ def test_an_unreadable_200_is_reported_in_the_endpoints_words(body, said):
         stub.close()
     error = out["retrieval_relevance_error"][0]
     assert said in error and "not a chat completion" not in error, error
+
+
+def test_the_interrupt_message_of_a_parquet_run_counts_every_answer_it_saved(
+    simulator_factory, tmp_path
+):
+    sim = simulator_factory(latency=0.05)
+    retrieval_frame(400).write_parquet(tmp_path / "in.parquet")
+    environ = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    environ.update(PYTHONPATH=str(ROOT), LITELLM_OFFLINE_MODE="true", FRAMEKIT_API_KEY=API_KEY)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "framekit.cli", "evaluate", "in.parquet", "-o", "out.parquet",
+         "--slice-rows", "40", "--concurrency", "4", "--cache", "cache", "-q", *_sim_args(sim)],
+        cwd=tmp_path, env=environ, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 90
+    while sim.stats()["by_status"].get(200, 0) < 100:  # two slices done, a third begun
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130, stderr
+    said = re.search(r"(\d+) responses received before the stop are saved", stderr)
+    assert said is not None, stderr
+    saved = len(fk.Cache(tmp_path / "cache"))
+    # Was: only the slice under way (e.g. 20 said, 100 saved).
+    assert int(said.group(1)) == saved >= 100 - 4, stderr  # 4 in flight may be lost
+    finished = re.search(r"\b(\d+) of 10 slices are finished", stderr)
+    assert finished is not None and int(finished.group(1)) >= 2, stderr
