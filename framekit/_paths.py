@@ -36,6 +36,7 @@ def check_writable(
     """
     target = Path(path)
     parent = target.parent
+    check_utf8_name(target, what)
     check_regular_or_new(target, what)
     if target.is_dir():
         raise InputError(f"{what} {target}: is a directory; give a file name")
@@ -56,6 +57,33 @@ def check_writable(
         reason = exc.strerror or type(exc).__name__
         raise InputError(f"{what} {target}: cannot write in {parent} ({reason})") from None
     return target
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` fit to print: the bytes of a file name that are not UTF-8 shown escaped
+    (``caf\\xe9.parquet``), never as the surrogates Python holds them in."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def check_utf8_name(path: str | os.PathLike[str], what: str = "file") -> None:
+    """Raise :class:`InputError` when ``path`` is not valid UTF-8 (a name written under
+    another encoding, such as Latin-1): polars and pyarrow take paths as UTF-8 text and
+    fail on it with messages that name neither the path nor the reason.
+
+    Examples
+    --------
+    >>> check_utf8_name(os.fsdecode(bytes([99, 97, 102, 0xE9])), "-o")
+    Traceback (most recent call last):
+    ...
+    framekit.InputError: -o caf...: the name is not valid UTF-8 (written under another ...
+    """
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"{what} {shown_path(path)}: the name is not valid UTF-8 (written under another "
+            "encoding), which polars and pyarrow cannot open; rename it"
+        ) from None
 
 
 #: What an existing destination that is not a regular file is, by its file type.

@@ -224,6 +224,8 @@ async def evaluate_with_stats(
     finally:
         if bar is not None:
             bar.close()
+    # Said in the summary and fk.last_run(), not only at the end of each explanation.
+    stats.cut_to_fit = sum(r.weight for share in prepared for r in share.records if r.note)
     # Typed even for an empty frame.
     appended = pl.DataFrame([s for share in prepared for s in _result_series(share, details)])
     result = base.hstack(appended)

@@ -55,26 +55,33 @@ def _one_line(stderr: str) -> str:
 # -- destinations that are not regular files ------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["fifo", "dev_null"])
-def test_a_fifo_or_a_device_at_o_is_refused_in_one_line_and_never_replaced(
-    tmp_path, judge_simulator, kind
-):
-    retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
-    if kind == "fifo":
-        target = tmp_path / "pipe"
-        os.mkfifo(target)
-        is_kind = stat.S_ISFIFO
-    else:
-        target = Path("/dev/null")
-        is_kind = stat.S_ISCHR
-    run = _cli("evaluate", "in.parquet", "-o", str(target), *_sim_args(judge_simulator),
-               cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY}, text=True)  # fmt: skip
+def _refused_and_left(target: Path, is_kind, sim, cwd: Path) -> None:
+    run = _cli("evaluate", "in.parquet", "-o", str(target), *_sim_args(sim), cwd=cwd,
+               env={"FRAMEKIT_API_KEY": API_KEY}, text=True)  # fmt: skip
+    assert is_kind(os.stat(target).st_mode)  # still the FIFO, still the device
     assert run.returncode == 2, run.stderr
     line = _one_line(run.stderr)
     assert str(target) in line and "not a regular file" in line
-    assert judge_simulator.stats()["total"] == 0
-    assert is_kind(os.stat(target).st_mode)  # still the FIFO, still the device
+    assert sim.stats()["total"] == 0
     assert not list(target.parent.glob(f".{target.name}*"))  # no parts, no probe left
+
+
+def test_a_fifo_at_o_is_refused_in_one_line_and_never_replaced(tmp_path, judge_simulator):
+    retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
+    os.mkfifo(tmp_path / "pipe")
+    _refused_and_left(tmp_path / "pipe", stat.S_ISFIFO, judge_simulator, tmp_path)
+
+
+def test_o_dev_null_is_refused_and_dev_null_stays_a_device(tmp_path, judge_simulator):
+    retrieval_frame(4).write_parquet(tmp_path / "in.parquet")
+    if os.geteuid() == 0:
+        # As root, code that replaces its destination destroys /dev/null (the old code
+        # did): a device node of the same kind in tmp_path is tried first, so that such
+        # code fails here and never reaches the real one.
+        copy = tmp_path / "null"
+        os.mknod(copy, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        _refused_and_left(copy, stat.S_ISCHR, judge_simulator, tmp_path)
+    _refused_and_left(Path("/dev/null"), stat.S_ISCHR, judge_simulator, tmp_path)
 
 
 def test_every_library_writer_refuses_a_fifo_and_leaves_it(tmp_path, judge_simulator):
@@ -294,3 +301,54 @@ def test_the_interrupt_message_of_a_parquet_run_counts_every_answer_it_saved(
     assert int(said.group(1)) == saved >= 100 - 4, stderr  # 4 in flight may be lost
     finished = re.search(r"\b(\d+) of 10 slices are finished", stderr)
     assert finished is not None and int(finished.group(1)) >= 2, stderr
+
+
+def test_a_file_name_that_is_not_utf8_is_one_line_naming_it(tmp_path, judge_simulator):
+    latin1 = os.fsdecode(b"caf\xe9.parquet")  # a name written under Latin-1
+    retrieval_frame(3).write_parquet(tmp_path / "in.parquet")
+    os.replace(tmp_path / "in.parquet", tmp_path / latin1)
+    cases = [
+        ("evaluate", latin1, "-o", "out.parquet", *_sim_args(judge_simulator)),
+        ("evaluate", latin1, "--dry-run", *_sim_args(judge_simulator)),
+        ("report", latin1),
+    ]
+    retrieval_frame(3).write_parquet(tmp_path / "ok.parquet")
+    cases.append(("evaluate", "ok.parquet", "-o", latin1 + ".out", *_sim_args(judge_simulator)))
+    for args in cases:
+        run = _cli(*args, cwd=tmp_path, env={"FRAMEKIT_API_KEY": API_KEY}, text=True,
+                   errors="backslashreplace")  # fmt: skip
+        assert run.returncode == 2, (args, run.stderr)
+        line = _one_line(run.stderr)  # was: "Object does not have a .read() method."
+        assert "caf\\xe9.parquet" in line and "not valid UTF-8" in line, line
+    assert judge_simulator.stats()["total"] == 0
+
+
+@pytest.mark.parametrize("model", ["openai/", "openai/ ", "hosted_vllm/"])
+def test_a_provider_without_a_model_is_refused_in_one_line(tmp_path, model):
+    with pytest.raises(fk.InputError, match="but no model after it"):
+        fk.Judge(model, api_key=API_KEY)
+    retrieval_frame(2).write_parquet(tmp_path / "in.parquet")
+    run = _cli("evaluate", "in.parquet", "-o", "out.parquet", "--judge", model,
+               *RETRIEVAL_CLI_ARGS, cwd=tmp_path, text=True)  # fmt: skip
+    assert run.returncode == 2 and "but no model after it" in _one_line(run.stderr)
+    assert not (tmp_path / "out.parquet").exists()
+
+
+def test_text_cut_to_fit_is_counted_in_the_summary_and_last_run(
+    judge_simulator, tmp_path, capsys
+):
+    huge = "All work and no play makes Jack a dull boy. " * 23_832  # about 1 MB
+    frame = pl.DataFrame(
+        {"question": ["What does Jack do?", "Short?", "Again?"],
+         "docs": [[huge], ["Jack works."], [huge + "!"]]}
+    )  # fmt: skip
+    fk.evaluate_dataframe(frame, [RetrievalRelevance()], MAPPING,
+                          judge=sim_judge(judge_simulator), cache=False)  # fmt: skip
+    assert fk.last_run().cut_to_fit == 2
+    summary = capsys.readouterr().err
+    assert "2 evaluations had their text cut to fit the judge's context window" in summary
+    frame.write_parquet(tmp_path / "in.parquet")
+    run = fk.evaluate_parquet(tmp_path / "in.parquet", tmp_path / "out.parquet",
+                              [RetrievalRelevance()], MAPPING, judge=sim_judge(judge_simulator),
+                              cache=False, slice_rows=2)  # fmt: skip
+    assert run.stats.cut_to_fit == 2 and "2 evaluations had their text cut" in run.summary()

@@ -31,6 +31,9 @@ class RunStats:
     embeddings_computed: int = 0
     #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
     likelihoods_computed: int = 0
+    #: Evaluations whose text was cut to fit the judge's context window (their
+    #: explanation ends with a note saying what was cut).
+    cut_to_fit: int = 0
     #: Requests on the wire right now (the progress display reads it live).
     sending: int = 0
     elapsed_s: float = 0.0
@@ -75,6 +78,7 @@ class RunStats:
             line += f" (via {', '.join(self.transports)})"
         if self.batch_requests:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
+        line += cut_note(self.cut_to_fit)
         said = describe_confidence(self.confidence)
         if said:
             line += f"\nframekit: {said}"
@@ -107,6 +111,20 @@ def add_stages(total: list[dict[str, Any]], part: list[dict[str, Any]]) -> None:
             same[name] = same.get(name, 0) + entry.get(name, 0)
         if entry.get("cost_usd") is not None:
             same["cost_usd"] = (same.get("cost_usd") or 0.0) + entry["cost_usd"]
+
+
+def cut_note(cut: int) -> str:
+    """What a summary line says of evaluations cut to fit the context window.
+
+    Examples
+    --------
+    >>> cut_note(2)
+    "; 2 evaluations had their text cut to fit the judge's context window"
+    """
+    if not cut:
+        return ""
+    evaluations = f"{cut} evaluation{'' if cut == 1 else 's'}"
+    return f"; {evaluations} had their text cut to fit the judge's context window"
 
 
 def cascade_lines(stages: list[dict[str, Any]]) -> list[str]:

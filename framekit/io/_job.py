@@ -20,7 +20,7 @@ import polars as pl
 
 from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
-from framekit._paths import check_regular_or_new
+from framekit._paths import check_regular_or_new, check_utf8_name
 from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
 from framekit.engine.prepare import MappingValue
@@ -252,6 +252,7 @@ class ParquetJob:
 
 
 def _check_destination(destination: Path, files: Sequence[Path]) -> None:
+    check_utf8_name(destination, "destination")
     check_regular_or_new(destination, "destination")  # a FIFO or device is never replaced
     if destination.is_dir():
         raise InputError(f"destination {str(destination)!r} is a directory; name a file")

@@ -16,6 +16,7 @@ from typing import Any, Union
 import polars as pl
 
 from framekit._errors import InputError
+from framekit._paths import check_utf8_name
 
 SourceLike = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]], Any]
 
@@ -80,6 +81,7 @@ def resolve_sources(source: SourceLike) -> list[Path]:
 
 
 def _check_parquet(path: Path) -> None:
+    check_utf8_name(path, "source")
     # The magic bytes give a clear message before pyarrow or polars give a cryptic one.
     try:
         with open(path, "rb") as fh:

@@ -160,6 +160,12 @@ class Judge:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InputError("Judge(model=...) needs a litellm model string")
+        provider, slash, name = model.partition("/")
+        if slash and not name.strip():  # "openai/": a provider and no model
+            raise InputError(
+                f"model {_secrets.mask_keys(model)!r} names the provider {provider!r} but no "
+                f"model after it; give one: {provider}/<model name>"
+            )
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if not isinstance(processes, int) or processes < 1:
