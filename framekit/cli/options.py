@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from framekit._errors import InputError
+from framekit._errors import InputError, RunInterrupted
 from framekit._paths import check_writable
 
 #: ``-o -``: the Parquet file goes to standard output.
@@ -71,11 +72,18 @@ def output_file(output: str) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="framekit-stdout-") as tmp:
         path = Path(tmp) / "stdout.parquet"
-        with contextlib.redirect_stdout(sys.stderr):
-            yield path
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                yield path
+        except RunInterrupted as exc:  # its finished slices leave with the directory
+            said = re.sub(r"\S+ of \S+ slices are finished and kept in \S+; ", "", str(exc))
+            raise RunInterrupted(f"{said} (with -o -, finished slices are not kept)") from None
         with path.open("rb") as written:
             shutil.copyfileobj(written, sys.stdout.buffer)
         sys.stdout.buffer.flush()
+        # The run's summary named the temporary file: say where the bytes went.
+        size = path.stat().st_size
+        print(f"framekit: {size:,} bytes of Parquet written to standard output", file=sys.stderr)
 
 
 def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:
