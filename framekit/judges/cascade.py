@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
+from framekit import _secrets
 from framekit._errors import InputError, JudgeSpecError
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
@@ -147,7 +148,7 @@ class Cascade:
         >>> Cascade(["openai/m", "openai/m", "openai/big"], [0.8, 0.9]).stage_names
         ('openai/m (stage 1)', 'openai/m (stage 2)', 'openai/big')
         """
-        models = [j.model for j in self.judges]
+        models = [_secrets.mask_keys(j.model) for j in self.judges]  # a key as the model
         return tuple(
             f"{m} (stage {k + 1})" if models.count(m) > 1 else m for k, m in enumerate(models)
         )

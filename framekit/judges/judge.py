@@ -154,6 +154,12 @@ class Judge:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InputError("Judge(model=...) needs a litellm model string")
+        provider, slash, name = model.partition("/")
+        if slash and not name.strip():  # "openai/": a provider and no model
+            raise InputError(
+                f"model {_secrets.mask_keys(model)!r} names the provider {provider!r} but no "
+                f"model after it; give one: {provider}/<model name>"
+            )
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if not isinstance(processes, int) or processes < 1:
@@ -380,7 +386,8 @@ class Judge:
         key = ", api_key='***'" if self.endpoint.credentials.own()[0] else ""
         workers = f", processes={self.processes}" if self.processes > 1 else ""
         return (
-            f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
+            f"Judge({_secrets.mask_keys(self.model)!r}, concurrency={self.concurrency}, "
+            f"rpm={self.rpm}, "
             f"tpm={self.tpm}{workers}, transport={self.transport!r}{key})"
         )
 

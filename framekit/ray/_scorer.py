@@ -123,13 +123,13 @@ class SliceScorer(BlockScorer):
         self.read = columns
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from framekit.io import scan_sources
+        from framekit.io._sources import read_slice
 
         out = []
         for index, offset, length in zip(
             *(batch.column(c).to_pylist() for c in ("slice", "offset", "length")), strict=True
         ):
-            frame = scan_sources(self.files).select(self.read).slice(offset, length).collect()
+            frame = read_slice(self.files, self.read, offset, length)
             results, stats = self.score(frame)
             out.append(
                 results.with_columns(
