@@ -50,9 +50,9 @@ class ParquetRun:
         if self.top_error is not None:
             message, count = self.top_error
             line += f" (most common, {count}x: {message})"
+        line += f"; {self.stats.tokens_text()}, {self.stats.cost_text()}"
         if self.stats.batch_requests:
-            cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
-            line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
+            line += f" ({self.stats.batch_requests} answered by batch API at 50 % price)"
         return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
 
 

@@ -49,6 +49,10 @@ class RawReply:
     latency_s: float
     headers: Mapping[str, str] = field(default_factory=dict)
     logprobs: list[dict[str, Any]] | None = None
+    #: Of ``prompt_tokens``, those the provider read from its prompt cache (billed at the
+    #: cached-input rate) and those it wrote to it (Anthropic's cache writes).
+    cached_tokens: int = 0
+    written_tokens: int = 0
 
     @property
     def tokens(self) -> int:

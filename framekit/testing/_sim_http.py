@@ -26,7 +26,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from framekit.testing import _sim_answers as answers
-from framekit.testing import _sim_batch, _sim_echo
+from framekit.testing import _sim_batch, _sim_cache, _sim_echo
 from framekit.testing._sim_reply import Reply, error_body
 
 if TYPE_CHECKING:
@@ -76,6 +76,7 @@ class SimApp:
         self.rng = random.Random(config.seed)
         self.requests: deque[Any] = deque(maxlen=config.max_recorded)
         self.connections: set[_Connection] = set()
+        self.prompt_cache = _sim_cache.PromptCache()
         self.batch = _sim_batch.BatchSim(self)
         self._zero()
 
@@ -89,7 +90,7 @@ class SimApp:
         self.by_query: dict[str, int] = {}
         self.faults: dict[str, int] = {}
         self.abandoned = self.in_flight = self.max_in_flight = 0
-        self.prompt_tokens = self.completion_tokens = 0
+        self.prompt_tokens = self.completion_tokens = self.cached_tokens = 0
         self.attempts: dict[str, int] = {}
         self.storm_until = 0.0
         self.storm_status = 503
@@ -106,6 +107,7 @@ class SimApp:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
         self.requests.clear()
         self.rng.seed(self.config.seed)
+        self.prompt_cache.clear()
         self.batch.reset()
         self._zero()
 
@@ -149,6 +151,7 @@ class SimApp:
             "max_in_flight": self.max_in_flight,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
             "batch": self.batch.stats(),
         }
 
@@ -162,6 +165,9 @@ class SimApp:
             self.by_status[reply.status] = self.by_status.get(reply.status, 0) + 1
             self.prompt_tokens += reply.tokens[0]
             self.completion_tokens += reply.tokens[1]
+            self.cached_tokens += reply.tokens[2]
+            if reply.prefixes:  # answered: its prefixes are cached for later requests
+                self.prompt_cache.store(reply.prefixes)
         elif reply.mode != "drop":
             self.abandoned += 1
 
@@ -384,6 +390,7 @@ class SimApp:
             noisy=cfg.noisy_judge(payload.get("model")),
             draw=self._sampling_draw(payload),
         )
+        cached, prefixes = self.cache_usage(payload, completion)
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
         return Reply(
@@ -391,8 +398,25 @@ class SimApp:
             json.dumps(completion).encode(),
             delay=delay,
             mode=mode,
-            tokens=(usage["prompt_tokens"], usage["completion_tokens"]),
+            tokens=(usage["prompt_tokens"], usage["completion_tokens"], cached),
+            prefixes=prefixes,
         )
+
+    def cache_usage(
+        self, payload: dict[str, Any], completion: dict[str, Any]
+    ) -> tuple[int, tuple[bytes, ...]]:
+        """Report the prompt tokens ``payload`` finds in the prompt cache in
+        ``completion``'s usage (see ``_sim_cache``); returns them and the request's
+        prefixes, cached once it is answered."""
+        style = self.config.prompt_cache
+        if style is None:
+            return 0, ()
+        cached, written, prefixes = self.prompt_cache.look_up(payload)
+        anthropic = _sim_cache.anthropic_style(style, payload.get("model"))
+        completion["usage"] = _sim_cache.with_cache_usage(
+            completion["usage"], cached, written, anthropic=anthropic
+        )
+        return cached, prefixes
 
     def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")
