@@ -59,6 +59,7 @@ class BatchSim:
             "prompt_tokens": 0,
             "completion_tokens": 0,
             "cached_tokens": 0,
+            "cache_write_tokens": 0,
         }
         self.seq = 0
 
@@ -350,7 +351,7 @@ class BatchSim:
             template=self.app.config.reply_template,
             noisy=self.app.config.noisy_judge(body.get("model")),
         )
-        cached, written = self._cache(body, completion)
+        cached, written = self._cache(batch["kind"], body, completion)
         if batch["kind"] == "anthropic":
             message = _anthropic_message(completion, body, cached, written)
             result = {"type": "succeeded", "message": message}
@@ -359,7 +360,9 @@ class BatchSim:
         row = {"id": f"batch_req_{number}", "custom_id": cid, "response": response, "error": None}
         return json.dumps(row).encode() + b"\n"
 
-    def _cache(self, body: dict[str, Any], completion: dict[str, Any]) -> tuple[int, int]:
+    def _cache(
+        self, kind: str, body: dict[str, Any], completion: dict[str, Any]
+    ) -> tuple[int, int]:
         """Count a line's tokens, with the prompt cache's rule as for direct requests: the
         lines of a batch are answered in order, each caching its prefixes for the next."""
         app = self.app
@@ -369,13 +372,16 @@ class BatchSim:
         if style is not None:
             cached, written, prefixes = app.prompt_cache.look_up(body)
             app.prompt_cache.store(prefixes)
-            anthropic = _sim_cache.anthropic_style(style, body.get("model"))
+            # Anthropic's batches report cache writes; OpenAI's format, for other models, not.
+            anthropic = kind == "anthropic" or _sim_cache.anthropic_style(style, body.get("model"))
+            written = written if anthropic else 0
             completion["usage"] = _sim_cache.with_cache_usage(
                 usage, cached, written, anthropic=anthropic
             )
         self.counts["prompt_tokens"] += usage["prompt_tokens"]
         self.counts["completion_tokens"] += usage["completion_tokens"]
         self.counts["cached_tokens"] += cached
+        self.counts["cache_write_tokens"] += written
         return cached, written
 
     def _failed_line(self, batch: dict[str, Any], cid: str, number: int) -> bytes:

@@ -90,7 +90,8 @@ class SimApp:
         self.by_query: dict[str, int] = {}
         self.faults: dict[str, int] = {}
         self.abandoned = self.in_flight = self.max_in_flight = 0
-        self.prompt_tokens = self.completion_tokens = self.cached_tokens = 0
+        self.prompt_tokens = self.completion_tokens = 0
+        self.cached_tokens = self.cache_write_tokens = 0
         self.attempts: dict[str, int] = {}
         self.storm_until = 0.0
         self.storm_status = 503
@@ -152,6 +153,7 @@ class SimApp:
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "batch": self.batch.stats(),
         }
 
@@ -166,6 +168,7 @@ class SimApp:
             self.prompt_tokens += reply.tokens[0]
             self.completion_tokens += reply.tokens[1]
             self.cached_tokens += reply.tokens[2]
+            self.cache_write_tokens += reply.tokens[3]
             if reply.prefixes:  # answered: its prefixes are cached for later requests
                 self.prompt_cache.store(reply.prefixes)
         elif reply.mode != "drop":
@@ -390,7 +393,7 @@ class SimApp:
             noisy=cfg.noisy_judge(payload.get("model")),
             draw=self._sampling_draw(payload),
         )
-        cached, prefixes = self.cache_usage(payload, completion)
+        cached, written, prefixes = self.cache_usage(payload, completion)
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
         return Reply(
@@ -398,25 +401,26 @@ class SimApp:
             json.dumps(completion).encode(),
             delay=delay,
             mode=mode,
-            tokens=(usage["prompt_tokens"], usage["completion_tokens"], cached),
+            tokens=(usage["prompt_tokens"], usage["completion_tokens"], cached, written),
             prefixes=prefixes,
         )
 
     def cache_usage(
         self, payload: dict[str, Any], completion: dict[str, Any]
-    ) -> tuple[int, tuple[bytes, ...]]:
+    ) -> tuple[int, int, tuple[bytes, ...]]:
         """Report the prompt tokens ``payload`` finds in the prompt cache in
-        ``completion``'s usage (see ``_sim_cache``); returns them and the request's
-        prefixes, cached once it is answered."""
+        ``completion``'s usage (see ``_sim_cache``); returns them, those written to it
+        (reported Anthropic-style only) and the request's prefixes, cached once it is
+        answered."""
         style = self.config.prompt_cache
         if style is None:
-            return 0, ()
+            return 0, 0, ()
         cached, written, prefixes = self.prompt_cache.look_up(payload)
         anthropic = _sim_cache.anthropic_style(style, payload.get("model"))
         completion["usage"] = _sim_cache.with_cache_usage(
             completion["usage"], cached, written, anthropic=anthropic
         )
-        return cached, prefixes
+        return cached, written if anthropic else 0, prefixes
 
     def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")

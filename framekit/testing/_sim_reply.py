@@ -48,7 +48,7 @@ class Reply:
         delay: float = 0.0,
         mode: str = "normal",
         api: bool = True,
-        tokens: tuple[int, ...] = (0, 0, 0),
+        tokens: tuple[int, ...] = (0, 0, 0, 0),
         prefixes: tuple[bytes, ...] = (),
     ) -> None:
         self.status = status
@@ -57,8 +57,8 @@ class Reply:
         self.delay = delay
         self.mode = mode
         self.api = api
-        #: Prompt, completion and cached prompt tokens.
-        self.tokens = (*tokens, 0, 0, 0)[:3]
+        #: Prompt, completion, cached and cache-written prompt tokens.
+        self.tokens = (*tokens, 0, 0, 0, 0)[:4]
         #: The prompt's cacheable prefixes, cached once the reply is sent.
         self.prefixes = prefixes
         self.done = False

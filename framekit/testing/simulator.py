@@ -267,15 +267,17 @@ class SimulatorStats(TypedDict):
     abandoned: int
     in_flight: int
     max_in_flight: int
-    #: Tokens of the chat answers sent: prompt (all), completion, and the prompt tokens
-    #: reported as read from the prompt cache (``SimulatorConfig.prompt_cache``).
+    #: Tokens of the chat answers sent: prompt (all), completion, the prompt tokens
+    #: reported as read from the prompt cache (``SimulatorConfig.prompt_cache``) and, in
+    #: Anthropic-style answers, as written to it.
     prompt_tokens: int
     completion_tokens: int
     cached_tokens: int
+    cache_write_tokens: int
     #: Batch APIs: files_uploaded, files_downloaded, batches_created, batches_cancelled,
     #: batches_rejected, lines, lines_failed, lines_expired, retrieves, lists (pages of
     #: the batch list asked for), and the answered lines' prompt_tokens,
-    #: completion_tokens and cached_tokens.
+    #: completion_tokens, cached_tokens and cache_write_tokens.
     batch: dict[str, int]
 
 
