@@ -58,10 +58,6 @@ class Price:
             + completion_tokens * self.completion
         )
 
-    def of(self, usage: Usage) -> float:
-        """US dollars for a call's :class:`Usage`."""
-        return self.cost(usage.prompt, usage.completion, usage.cached, usage.written)
-
     def discounted(self, factor: float) -> Price:
         """Every rate times ``factor`` (a batch API's discount)."""
         return Price(
