@@ -121,14 +121,16 @@ def test_anthropic_cache_reads_and_writes_are_priced_in_batch_mode(
     assert run.cost_usd == pytest.approx(expected_cost(counts, price, factor=0.5), rel=0.03)
 
 
+@pytest.mark.parametrize("transport", ["http", "litellm"])
 def test_anthropic_usage_fields_on_the_direct_path_are_priced(
-    sim: JudgeSimulator, tmp_path: Path
+    sim: JudgeSimulator, tmp_path: Path, transport: str
 ) -> None:
     # An OpenAI-compatible gateway in front of Claude reports Anthropic's cache fields.
     price = {**PRICE, "cache_write": 2.5}
     judge = fk.Judge(
-        "openai/claude-sim", api_base=sim.api_base, api_key=API_KEY, price=price, concurrency=1
-    )
+        "openai/claude-sim", api_base=sim.api_base, api_key=API_KEY, price=price,
+        concurrency=1, transport=transport,
+    )  # fmt: skip
     score(judge, tmp_path / "cache")
     counts = sim.stats()
     assert counts["cache_write_tokens"] > 0 and counts["cached_tokens"] > 0
