@@ -139,6 +139,27 @@ def test_anthropic_usage_fields_on_the_direct_path_are_priced(
     assert run.cost_usd == pytest.approx(expected_cost(counts, price), rel=0.03)
 
 
+def test_anthropic_messages_through_litellm_are_priced_with_their_cache_fields(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    # litellm's own Anthropic route, to the simulator's Messages API (/v1/messages).
+    price = {**PRICE, "cache_write": 2.5}
+    judge = fk.Judge(
+        "anthropic/claude-3-5-haiku-20241022", api_base=sim.base_url, api_key=API_KEY,
+        price=price, concurrency=1,
+    )  # fmt: skip
+    assert judge.transport == "litellm"
+    out = score(judge, tmp_path / "cache")
+    counts = sim.stats()
+    assert counts["by_endpoint"] == {"/v1/messages": ROWS}
+    assert out["style_score"].null_count() == 0
+    assert counts["cached_tokens"] >= (ROWS - 1) * 1024 and counts["cache_write_tokens"] > 0
+    run = fk.last_run()
+    assert run is not None and run.cached_tokens == counts["cached_tokens"]
+    assert run.prompt_tokens == counts["prompt_tokens"]
+    assert run.cost_usd == pytest.approx(expected_cost(counts, price), rel=0.03)
+
+
 @pytest.fixture
 def openai_is(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Make ``sim`` stand in for OpenAI's own endpoint, where list prices apply."""

@@ -335,7 +335,7 @@ class BatchSim:
         cid = line["custom_id"]
         if batch["kind"] == "anthropic":
             params = line["params"]
-            body = _openai_payload(params)
+            body = openai_payload(params)
         else:
             body = line["body"]
         markers = answers.parse_markers(body["messages"])
@@ -353,7 +353,7 @@ class BatchSim:
         )
         cached, written = self._cache(batch["kind"], body, completion)
         if batch["kind"] == "anthropic":
-            message = _anthropic_message(completion, body, cached, written)
+            message = anthropic_message(completion, body, cached, written)
             result = {"type": "succeeded", "message": message}
             return json.dumps({"custom_id": cid, "result": result}).encode() + b"\n"
         response = {"status_code": 200, "request_id": f"req_{number}", "body": completion}
@@ -513,7 +513,7 @@ def _check_anthropic(requests: Any) -> str | None:
     return None
 
 
-def _openai_payload(params: dict[str, Any]) -> dict[str, Any]:
+def openai_payload(params: dict[str, Any]) -> dict[str, Any]:
     """A Messages API request as the chat-completions payload the answer rule reads."""
     messages = list(params.get("messages") or [])
     if params.get("system"):
@@ -534,7 +534,7 @@ def _openai_payload(params: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _anthropic_message(
+def anthropic_message(
     completion: dict[str, Any], body: dict[str, Any], cached: int = 0, written: int = 0
 ) -> dict[str, Any]:
     message = completion["choices"][0]["message"]

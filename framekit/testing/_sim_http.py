@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from framekit.testing.simulator import SimulatorConfig
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+#: Anthropic's Messages API: the same answers, in its request and reply shapes.
+MESSAGES_PATHS = frozenset({"/v1/messages"})
 EMBEDDING_PATHS = frozenset({"/v1/embeddings", "/embeddings"})
 # The body fields that make two requests "the same request" for ``first=N``;
 # everything else (user, metadata, timeouts...) is volatile.
@@ -225,7 +227,8 @@ class SimApp:
     def _api(
         self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""
     ) -> Reply:
-        is_chat = path in CHAT_PATHS
+        messages_api = path in MESSAGES_PATHS
+        is_chat = path in CHAT_PATHS or messages_api
         echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
         if echoed is not None:  # any path: a gateway in front of every route
             return Reply(echoed[0], error_body(*echoed), delay=self._latency())
@@ -255,6 +258,8 @@ class SimApp:
             reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
             return reply
         try:
+            if messages_api:
+                return self._messages(payload)
             if is_chat:
                 return self._chat(payload)
             return self._embeddings(payload)
@@ -421,6 +426,17 @@ class SimApp:
             completion["usage"], cached, written, anthropic=anthropic
         )
         return cached, written if anthropic else 0, prefixes
+
+    def _messages(self, payload: dict[str, Any]) -> Reply:
+        """An Anthropic Messages API request, answered as its chat-completions twin is,
+        in Anthropic's reply shape (its usage with the cache reads and writes)."""
+        reply = self._chat(_sim_batch.openai_payload(payload))
+        if reply.status == 200 and reply.mode != "drop":
+            completion = json.loads(reply.body)
+            _, _, cached, written = reply.tokens
+            message = _sim_batch.anthropic_message(completion, payload, cached, written)
+            reply.body = json.dumps(message).encode()
+        return reply
 
     def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")

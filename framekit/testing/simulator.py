@@ -1,7 +1,9 @@
 """A loopback OpenAI-compatible judge for framekit's tests and benchmarks.
 
 The simulator answers ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` with
-deterministic, schema-conforming answers (the rule is in ``_sim_answers``), and injects
+deterministic, schema-conforming answers (the rule is in ``_sim_answers``), Anthropic's
+``POST /v1/messages`` with the same answers in its shapes, reports cached prompt tokens
+by the providers' rules (``_sim_cache``), and injects
 the failures a real judge endpoint produces (latency, 429s with ``Retry-After``, 5xx,
 hangs, torn connections, malformed or empty answers, refusals, storms) so the engine can
 be tested through litellm's real client path::
