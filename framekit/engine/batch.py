@@ -406,17 +406,7 @@ class BatchExecutor(Executor):
                 error = self._redact(reply.reason)
                 self._line_failed(key, m, error, reply.retryable and not cancelled, followups)
                 continue
-            price = self.price
-            cost = (
-                None
-                if price is None
-                else price.cost(
-                    reply.prompt_tokens,
-                    reply.completion_tokens,
-                    reply.cached_tokens,
-                    reply.written_tokens,
-                )  # fmt: skip
-            )
+            cost = reply.cost_at(self.price)
             tokens = reply.tokens
             self.stats.tokens += tokens
             self.stats.prompt_tokens += reply.prompt_tokens

@@ -269,14 +269,7 @@ class HttpTransport:
         if reply is None:
             # A torn or garbled body from a proxy: the next attempt may be whole.
             return Fault("transient", "APIError: the judge's answer was not a chat completion")
-        price = self._price
-        if price is not None:
-            reply.cost_usd = price.cost(
-                reply.prompt_tokens,
-                reply.completion_tokens,
-                reply.cached_tokens,
-                reply.written_tokens,
-            )
+        reply.cost_usd = reply.cost_at(self._price)
         reply.latency_s = latency
         return reply
 

@@ -19,6 +19,7 @@ from framekit._errors import InputError
 from framekit.judges.faults import Fault
 from framekit.judges.providers import openai_speaker
 from framekit.judges.request import ChatRequest, Mode
+from framekit.judges.usage import Price
 
 TransportName = Literal["http", "litellm"]
 
@@ -57,6 +58,15 @@ class RawReply:
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def cost_at(self, price: Price | None) -> float | None:
+        """What this reply cost at ``price`` (its cached and cache-written prompt tokens at
+        their rates); ``None`` without a price."""
+        if price is None:
+            return None
+        return price.cost(
+            self.prompt_tokens, self.completion_tokens, self.cached_tokens, self.written_tokens
+        )
 
 
 class Transport(Protocol):

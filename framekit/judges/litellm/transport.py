@@ -122,12 +122,8 @@ class LitellmTransport:
             # ask again without, and from now on.
             self.logprobs_refused = True
             return await self.call(request, messages, mode)
-        price = self._price
-        if isinstance(result, RawReply) and price is not None:
-            result.cost_usd = price.cost(
-                result.prompt_tokens, result.completion_tokens, result.cached_tokens,
-                result.written_tokens,
-            )  # fmt: skip
+        if isinstance(result, RawReply):
+            result.cost_usd = result.cost_at(self._price)
         return result
 
     async def _call(self, params: dict[str, Any], call: dict[str, Any]) -> RawReply | Fault:
