@@ -99,9 +99,9 @@ def add_price_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--price",
         metavar="KEY=USD,...",
-        help="what the judge's endpoint charges, in USD per million tokens: input=, "
-        "output=, and optionally cached_input= and cache_write= (default: litellm's list "
-        "price at the provider's own endpoint, else unknown)",
+        help="what the judge's endpoint charges (every model stage), in USD per million "
+        "tokens: input=, output=, and optionally cached_input= and cache_write= (default: "
+        "litellm's list price at the provider's own endpoint, else unknown)",
     )
 
 
