@@ -24,6 +24,7 @@ import framekit as fk
 from framekit._errors import BatchPending, JudgeError
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import OpenAIBatchClient
+from framekit.judges.pricing import UNKNOWN_COST
 from framekit.judges.providers import PROVIDERS
 from framekit.testing import JudgeSimulator, SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame
@@ -69,16 +70,10 @@ def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_p
     run = fk.last_run()
     assert run is not None and run.batch_requests == 10_000
 
-    # The direct path on 100 of the same rows: equal results, twice the price.
+    # The direct path on 100 of the same rows, at the same endpoint (OpenAI's own, so
+    # both are at gpt-4o-mini's list prices): equal results, twice the price.
     sample = df.gather(list(range(0, 10_000, 100)))
-    direct = score(
-        sample,
-        # litellm prices by model name at any api_base (the HTTP transport leaves a custom
-        # endpoint's cost unknown), as the batch path prices gpt-4o-mini's batch rates.
-        fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY, transport="litellm"),
-        tmp_path / "d",
-        details=True,
-    )
+    direct = score(sample, fk.Judge(PRICED, api_key=API_KEY), tmp_path / "d", details=True)
     mine = batched.gather(list(range(0, 10_000, 100)))
     cols = [
         f"retrieval_relevance_{c}" for c in ("score", "label", "explanation", "passed", "error")
@@ -386,8 +381,8 @@ def test_command_line_batch_run_and_its_dry_run(
     assert main([*args, "--dry-run"]) == 0
     # A custom api_base has no list price, in batch mode as on the direct path.
     assert (
-        "estimated cost: unknown (a custom api_base has no list price); "
-        "80 requests through the batch API" in capsys.readouterr().out
+        f"estimated cost: {UNKNOWN_COST}; 80 requests through the batch API"
+        in capsys.readouterr().out
     )
     sim.configure(batch_seconds=0.5)
     assert main([*args, "-o", str(tmp_path / "scored.parquet"), "--no-wait"]) == 75

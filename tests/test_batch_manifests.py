@@ -26,6 +26,7 @@ from framekit._errors import BatchPending
 from framekit.engine.dryrun import plan_requests
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.batch import AnthropicBatchClient, OpenAIBatchClient
+from framekit.judges.pricing import UNKNOWN_COST
 from framekit.testing import JudgeSimulator, SimulatorConfig
 from tests.helpers import API_KEY, MAPPING, batch_judge, retrieval_frame, score_retrieval
 
@@ -285,17 +286,22 @@ def test_a_custom_api_base_has_no_list_price_in_batch_mode_or_the_dry_run(
     assert out["retrieval_relevance_cost_usd"].null_count() == ROWS
     run = fk.last_run()
     assert run is not None and run.batch_requests == ROWS and run.cost_usd is None
-    assert "cost unknown" in run.summary()
-    # The direct path (http transport) says the same, and so does the dry run, either way.
-    direct = fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY, transport="http")
-    score(tmp_path / "direct", direct)
-    assert fk.last_run().cost_usd is None  # type: ignore[union-attr]
-    for planned in (direct, batch_judge(sim)):
+    assert f"cost {UNKNOWN_COST}" in run.summary()
+    # The direct path (either transport) says the same, and so does the dry run, any way.
+    direct = [
+        fk.Judge(PRICED, api_base=sim.api_base, api_key=API_KEY, transport=transport)
+        for transport in ("http", "litellm")
+    ]
+    for i, judge in enumerate(direct):
+        score(tmp_path / f"direct{i}", judge)
+        assert fk.last_run().cost_usd is None  # type: ignore[union-attr]
+        assert f"cost {UNKNOWN_COST}" in fk.last_run().summary()  # type: ignore[union-attr]
+    for planned in (*direct, batch_judge(sim)):
         plan = plan_requests(
             [retrieval_frame(ROWS)], [RetrievalRelevance()], MAPPING, judge=planned, cache=False
         )
         assert plan.requests == ROWS and not plan.cost_known and plan.cost_usd is None
-        assert "estimated cost: unknown (a custom api_base has no list price)" in plan.describe()
+        assert f"estimated cost: {UNKNOWN_COST}" in plan.describe()
 
 
 # -- more than 100 batches at the provider ----------------------------------------------------

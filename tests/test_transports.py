@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import framekit as fk
-from framekit.judges.pricing import price_per_token
+from framekit.judges.pricing import list_price
 from tests.helpers import API_KEY, MAPPING, retrieval_frame
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -88,9 +88,9 @@ def test_http_sends_decoding_options_and_strips_the_provider_prefix(judge_simula
 
 
 def test_prices_come_from_a_public_table_and_unknown_models_have_none():
-    price = price_per_token("openai/gpt-4o-mini")
+    price = list_price("openai/gpt-4o-mini")
     assert price is not None and price.cost(1_000_000, 0) > 0
-    assert price_per_token("openai/no-such-model-anywhere") is None
+    assert list_price("openai/no-such-model-anywhere") is None
 
 
 def test_a_run_on_http_never_imports_litellm(judge_simulator):

@@ -16,6 +16,7 @@ from framekit._errors import InputError
 from framekit.cli.options import (
     ENV_HELP,
     STDOUT,
+    add_price_argument,
     builtin_names,
     cache_of,
     check_output,
@@ -112,6 +113,7 @@ def add_parser(sub: Any) -> None:
         metavar="NAME",
         help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
     )
+    add_price_argument(ev)
     ev.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
     ev.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
     ev.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")

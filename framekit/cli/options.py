@@ -145,13 +145,54 @@ def _local_judge(args: argparse.Namespace) -> Any:
 
 
 def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    price = getattr(args, "price", None)
     return {
         "rpm": args.rpm,
         "tpm": args.tpm,
         "concurrency": args.concurrency,
         "processes": args.processes,
         "batch": args.batch or None,
+        "price": None if price is None else price_of(price),
     }
+
+
+def add_price_argument(parser: argparse.ArgumentParser) -> None:
+    """``--price input=2,output=8,cached_input=0.5``: the judge's price (every model stage)."""
+    parser.add_argument(
+        "--price",
+        metavar="KEY=USD,...",
+        help="what the judge's endpoint charges (every model stage), in USD per million "
+        "tokens: input=, output=, and optionally cached_input= and cache_write= (default: "
+        "litellm's list price at the provider's own endpoint, else unknown)",
+    )
+
+
+def price_of(text: str) -> dict[str, float]:
+    """``--price input=2,output=8,cached_input=0.5`` as ``Judge(price=...)`` takes it,
+    checked as the judge checks it (an :class:`~framekit.InputError` naming the key).
+
+    Examples
+    --------
+    >>> price_of("input=2, output=8,cached_input=0.5")
+    {'input': 2.0, 'output': 8.0, 'cached_input': 0.5}
+    """
+    from framekit.judges.pricing import PRICE_KEYS, price_from
+
+    rates: dict[str, Any] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise InputError(
+                f"--price {text!r}: expected KEY=USD pairs separated by commas, e.g. "
+                f"--price input=2,output=8 (keys: {', '.join(PRICE_KEYS)})"
+            )
+        try:
+            rates[key] = float(value)
+        except ValueError:
+            rates[key] = value.strip()  # price_from names the key and the value
+    price_from(rates, where="--price")
+    return rates
 
 
 def _model_judge(args: argparse.Namespace, model: str) -> Any:

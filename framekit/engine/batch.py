@@ -34,11 +34,10 @@ from framekit.engine.cache import Cache
 from framekit.engine.executor import ChatExecutor, Executor, Sink
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
-from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_for, list_priced
+from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_for
 from framekit.judges.batch.base import LineEncoder
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
-from framekit.judges.pricing import cost as price_of
 from framekit.judges.request import ChatRequest, Modes, build_call_kwargs, read_reply
 
 #: Longest pause between two polls of a batch, in seconds.
@@ -91,8 +90,9 @@ class BatchExecutor(Executor):
         self.modes = Modes("tool" if self.client.provider == "anthropic" else "json_schema")
         # Where manifests say the batches went: never with credentials in the URL.
         self.endpoint = recorded_endpoint(self.client.api_base)
-        # OpenAI's batch rates are OpenAI's: at a custom api_base the cost is unknown.
-        self.priced = list_priced(judge)
+        # The judge's price at the batch discount, by the rule every path prices by
+        # (a custom api_base given no price has none).
+        self.price = judge.pricing(batch=True)
         self.shapes: dict[str, ChatRequest] = {}
         self.finished: set[str] = set()
         self.retries: dict[str, int] = {}
@@ -407,13 +407,11 @@ class BatchExecutor(Executor):
                 error = self._redact(reply.reason)
                 self._line_failed(key, m, error, reply.retryable and not cancelled, followups)
                 continue
-            cost = (
-                price_of(self.judge.model, reply.prompt_tokens, reply.completion_tokens, batch=True)
-                if self.priced
-                else None
-            )
+            cost = reply.cost_at(self.price)
             tokens = reply.tokens
             self.stats.tokens += tokens
+            self.stats.prompt_tokens += reply.prompt_tokens
+            self.stats.cached_tokens += reply.cached_tokens
             self.stats.batch_requests += 1
             if cost is not None:
                 self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost

@@ -38,6 +38,8 @@ _SUMMED = (
     "rate_limited",
     "reasks",
     "tokens",
+    "prompt_tokens",
+    "cached_tokens",
     "embeddings_computed",
     "batch_requests",
 )

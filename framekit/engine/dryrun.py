@@ -10,10 +10,12 @@ run.
 
 Token and cost figures are estimates: prompt tokens are characters / 4 (no tokenizer is
 loaded: litellm's may try to download one), answers are assumed to be
-``ANSWER_TOKENS`` tokens, and prices come from litellm's public ``cost_per_token`` (which
-imports litellm, a few seconds, only when there is something to price; unknown models
-have no cost). A judge whose run would report no cost has none here either: one at a
-custom ``api_base`` on the HTTP transport or in batch mode (``judges.batch.list_priced``).
+``ANSWER_TOKENS`` tokens, none of them read from a provider's prompt cache, and each
+judge is priced as its run prices it (:meth:`Judge.pricing
+<framekit.judges.judge.Judge.pricing>`: the price given, else a list price, which imports
+litellm, a few seconds, only when there is something to price). A judge whose run would
+report no cost has none here either, said in the same words
+(:data:`~framekit.judges.pricing.UNKNOWN_COST`).
 """
 
 from __future__ import annotations
@@ -37,17 +39,15 @@ from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
-from framekit.judges.batch import list_priced
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
-from framekit.judges.pricing import cost
+from framekit.judges.pricing import UNKNOWN_COST, Price
 from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
-_NOT_IN_PRICE_MAP = "model not in litellm's price map"
 _LOOKUP_CHUNK = 10_000
 
 
@@ -72,8 +72,6 @@ class RequestPlan:
     answer_tokens: int = 0
     cost_usd: float | None = None
     cost_known: bool = True
-    #: Why the cost is unknown, when it is.
-    cost_unknown: str | None = None
     local_texts: int = 0
     likelihood_texts: int = 0
     #: Distinct texts of the offline judge already cached.
@@ -101,7 +99,7 @@ class RequestPlan:
     def describe(self) -> str:
         """A few lines for a terminal."""
         if not self.cost_known:
-            cost = f"unknown ({self.cost_unknown or _NOT_IN_PRICE_MAP})"
+            cost = UNKNOWN_COST
         else:
             cost = f"${self.cost_usd or 0.0:.4f}"
         per = ", ".join(f"{k} {v}" for k, v in self.by_evaluator.items()) or "none"
@@ -214,10 +212,10 @@ def plan_requests(
     store = existing_cache(cache)
     judge_for = JudgeResolver(judge)
     plan = RequestPlan()
-    # key -> (evaluator name, judge, prompt characters, at list prices, share of rows
+    # key -> (evaluator name, judge, prompt characters, its price, share of rows
     # expected to ask it); insertion order = first use.
-    chats: dict[str, tuple[str, Judge, int, bool, float]] = {}
-    priced: dict[int, bool] = {}  # id(judge) -> whether its calls have a list price
+    chats: dict[str, tuple[str, Judge, int, Price | None, float]] = {}
+    prices: dict[int, Price | None] = {}  # id(judge) -> what its calls cost
     texts: dict[str, None] = {}
     likelihood_keys: set[str] = set()
     for frame in frames:
@@ -243,10 +241,10 @@ def plan_requests(
                     sender = planned.judge(key)
                     messages = planned.request(key).messages
                     chars = sum(len(str(m.get("content") or "")) for m in messages)
-                    if id(sender) not in priced:
-                        priced[id(sender)] = list_priced(sender)
+                    if id(sender) not in prices:
+                        prices[id(sender)] = sender.pricing()
                     name = planned[key][0][0].evaluator.name
-                    entry = (name, sender, chars, priced[id(sender)], reach)
+                    entry = (name, sender, chars, prices[id(sender)], reach)
                     # A sampled judge sends (and caches) each sample as a request of its own.
                     samples = sender.samples
                     subs = [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]
@@ -272,7 +270,7 @@ def plan_requests(
     plan.unique_requests, plan.cached = len(keys), len(hits)
     plan.by_evaluator = {ev.name: 0 for ev in evs}
     expected: dict[str, float] = {}  # evaluator -> requests expected (a share of some)
-    for key, (name, sender, chars, listed, reach) in chats.items():
+    for key, (name, sender, chars, price, reach) in chats.items():
         if key in hits:
             continue
         expected[name] = expected.get(name, 0.0) + reach
@@ -280,13 +278,10 @@ def plan_requests(
         plan.prompt_tokens += round(prompt * reach)
         plan.answer_tokens += round(ANSWER_TOKENS * reach)
         plan.batch_requests += int(sender.batch)
-        price = cost(sender.model, prompt, ANSWER_TOKENS, batch=sender.batch) if listed else None
         if price is None:
             plan.cost_known = False
-            if not listed:
-                plan.cost_unknown = "a custom api_base has no list price"
         else:
-            plan.cost_usd = (plan.cost_usd or 0.0) + price * reach
+            plan.cost_usd = (plan.cost_usd or 0.0) + price.cost(prompt, ANSWER_TOKENS) * reach
     plan.by_evaluator.update({name: round(n) for name, n in expected.items()})
     plan.requests = sum(plan.by_evaluator.values())
     plan.min_seconds = _min_seconds([chats[k][1] for k in keys if k not in hits])

@@ -517,6 +517,8 @@ class ChatExecutor(Executor):
         self.limiter.on_success()
         self.limiter.observe(raw.headers)
         stats.tokens += raw.tokens
+        stats.prompt_tokens += raw.prompt_tokens
+        stats.cached_tokens += raw.cached_tokens
         progress.tokens += raw.tokens
         if raw.cost_usd is not None:
             progress.cost = (progress.cost or 0.0) + raw.cost_usd

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from framekit.judges.pricing import UNKNOWN_COST
+
 
 @dataclass
 class RunStats:
@@ -14,7 +16,11 @@ class RunStats:
     only set at the public entry points, for a person to look at after a run.
 
     ``requests_sent`` counts every HTTP attempt (retries and re-asks included);
-    ``cache_hits`` counts unique requests answered from the cache.
+    ``cache_hits`` counts unique requests answered from the cache. ``tokens`` counts
+    the prompt and answer tokens the judges were paid for, ``prompt_tokens`` the prompt's
+    share, ``cached_tokens`` the prompt tokens the provider read from its prompt cache
+    (billed at its cached-input rate); ``cost_usd`` is what they cost (``None``: no
+    price known, see :data:`~framekit.judges.pricing.UNKNOWN_COST`).
     """
 
     rows: int = 0
@@ -27,6 +33,8 @@ class RunStats:
     rate_limited: int = 0
     reasks: int = 0
     tokens: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
     cost_usd: float | None = None
     embeddings_computed: int = 0
     #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
@@ -66,13 +74,12 @@ class RunStats:
     def summary(self) -> str:
         """One line: what was sent, what came from the cache, what failed, what it cost;
         then one line per hint."""
-        cost = "cost unknown" if self.cost_usd is None else f"${self.cost_usd:.4f}"
         line = (
             f"framekit: {self.rows} row{'' if self.rows == 1 else 's'} x {_evaluators(self)} = "
             f"{self.evaluations} scores in "
             f"{self.elapsed_s:.1f}s; {self.requests_sent} requests sent, "
             f"{self.cache_hits} cache hits, {self.failures} failed, "
-            f"{self.tokens} tokens, {cost}"
+            f"{self.tokens_text()}, {self.cost_text()}"
         )
         if self.transports:
             line += f" (via {', '.join(self.transports)})"
@@ -83,6 +90,26 @@ class RunStats:
         if said:
             line += f"\nframekit: {said}"
         return self.with_hints("\n".join([line, *cascade_lines(self.stages)]))
+
+    def cost_text(self) -> str:
+        """``$0.0123``, or ``cost unknown (...)`` in the words every path uses."""
+        return f"cost {UNKNOWN_COST}" if self.cost_usd is None else f"${self.cost_usd:.4f}"
+
+    def tokens_text(self) -> str:
+        """``1200 tokens (512 of 1000 input tokens cached)``: the tokens paid for, and how
+        many of the prompt's the provider read from its prompt cache.
+
+        Examples
+        --------
+        >>> RunStats(tokens=1200, prompt_tokens=1000, cached_tokens=512).tokens_text()
+        '1200 tokens (512 of 1000 input tokens cached)'
+        """
+        if not self.prompt_tokens:
+            return f"{self.tokens} tokens"
+        return (
+            f"{self.tokens} tokens ({self.cached_tokens} of {self.prompt_tokens} "
+            "input tokens cached)"
+        )
 
     def with_hints(self, line: str) -> str:
         """``line``, then one ``framekit: hint:`` line per hint."""

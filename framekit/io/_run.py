@@ -51,9 +51,9 @@ class ParquetRun:
             message, count = self.top_error
             line += f" (most common, {count}x: {message})"
         line += cut_note(self.stats.cut_to_fit)
+        line += f"; {self.stats.tokens_text()}, {self.stats.cost_text()}"
         if self.stats.batch_requests:
-            cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
-            line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"
+            line += f" ({self.stats.batch_requests} answered by batch API at 50 % price)"
         return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
 
 

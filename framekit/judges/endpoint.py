@@ -5,9 +5,9 @@ judge turns its own into three frozen values, and its transport is built from th
 alone: it never holds the judge, so nothing of the judge's can change under it and a
 copy of a judge needs no transport of its own.
 
-- :class:`Endpoint`: where calls go and as whom (model, ``api_base``, provider,
-  :class:`~framekit.judges.credentials.Credentials`, the keyword arguments that only
-  route a call);
+- :class:`Endpoint`: where calls go, as whom and at what price (model, ``api_base``,
+  provider, :class:`~framekit.judges.credentials.Credentials`, the keyword arguments that
+  only route a call, the price the user gave);
 - :class:`Limits`: concurrency, RPM, TPM, the timeout of one attempt, retries;
 - :class:`Decoding`: what decides an answer besides the prompt (temperature,
   ``max_tokens``, other body parameters); with the model and the endpoint's identity it
@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from framekit import _secrets
 from framekit.judges.credentials import Credentials
 from framekit.judges.providers import Provider, provider
+from framekit.judges.usage import Price
 
 #: Keyword arguments that change where a call goes, not what the model answers.
 ROUTING_KWARGS = frozenset(
@@ -41,6 +42,10 @@ class Endpoint:
     #: litellm keyword arguments that route a call or carry credentials (``api_version``,
     #: ``extra_headers``, ``base_url``, ``azure_ad_token``...): never in a cache key.
     routing: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: What the endpoint charges, as the user gave it (``Judge(price=...)``); ``None``: the
+    #: list price where one applies (see :func:`framekit.judges.pricing.judge_price`).
+    #: Never in a cache key: a price does not change an answer.
+    price: Price | None = None
 
     @property
     def provider(self) -> Provider | None:

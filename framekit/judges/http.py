@@ -37,10 +37,11 @@ from framekit.judges.faults import (
     retry_after_from,
 )
 from framekit.judges.logprobs import logprobs_content
-from framekit.judges.pricing import Price, price_per_token
+from framekit.judges.pricing import judge_price
 from framekit.judges.providers import PROVIDERS, Provider, first_set, openai_speaker
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs, dump_json, load_json
 from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, TransportName, keep_headers
+from framekit.judges.usage import Price, read_usage
 
 # The OpenAI SDK's names for each status, so a row's error reads the same on both
 # transports ("BadRequestError: ...").
@@ -60,6 +61,29 @@ _ERROR_NAMES = {
 }
 # Decoding parameters that only litellm reads: never request body fields.
 _LITELLM_ONLY = {"extra_body", "num_retries", "max_retries", "custom_llm_provider", "drop_params"}
+#: The request fields of OpenAI's chat completions a judge's keyword arguments may set
+#: (framekit sets messages, model, temperature, max_tokens and the answer format itself);
+#: a server's own fields (vLLM's ``top_k``...) go in ``extra_body``.
+BODY_FIELDS = frozenset({
+    "audio", "frequency_penalty", "logit_bias", "logprobs", "max_completion_tokens",
+    "metadata", "modalities", "parallel_tool_calls", "prediction", "presence_penalty",
+    "prompt_cache_key", "reasoning_effort", "safety_identifier", "seed", "service_tier",
+    "stop", "store", "top_logprobs", "top_p", "user", "verbosity", "web_search_options",
+})  # fmt: skip
+
+
+def unknown_body_fields(params: Mapping[str, Any]) -> list[str]:
+    """The names among a judge's decoding keyword arguments that the HTTP transport
+    could only send as request fields OpenAI's chat completions do not have (a typo, or
+    a setting meant for someone else, such as a price): each is an input error, not a
+    field of the request body.
+
+    Examples
+    --------
+    >>> unknown_body_fields({"seed": 7, "extra_body": {"top_k": 5}, "cost": 2})
+    ['cost']
+    """
+    return [name for name in params if name not in BODY_FIELDS and name not in _LITELLM_ONLY]
 
 
 def resolve_endpoint(endpoint: Endpoint, via: Provider | None) -> tuple[str | None, str | None]:
@@ -125,7 +149,7 @@ class HttpTransport:
         return headers
 
     async def open(self) -> None:
-        """Open (or share) this loop's connection pool; price the model once."""
+        """Open (or share) this loop's connection pool; price the judge once."""
         loop = asyncio.get_running_loop()
         entry = self._sessions.get(loop)
         if entry is None or entry[0].closed:
@@ -143,10 +167,12 @@ class HttpTransport:
             entry = (session, [0], Deadlines(self.limits.timeout))
             self._sessions[loop] = entry
         entry[1][0] += 1
-        if not self._priced and not self._custom_base:
-            # Only OpenAI's own endpoint has OpenAI's list prices; looked up once, in a
-            # thread, because the price table lives in litellm (seconds to import).
-            self._price = await asyncio.to_thread(price_per_token, self.endpoint.model)
+        if not self._priced:
+            # Looked up once, in a thread: a list price lives in litellm's table (seconds
+            # to import), which a given price or a custom endpoint never needs.
+            self._price = await asyncio.to_thread(
+                judge_price, self.endpoint, transport=self.name, batch=False
+            )
         self._priced = True
 
     async def release(self) -> None:
@@ -243,9 +269,7 @@ class HttpTransport:
         if reply is None:
             # A torn or garbled body from a proxy: the next attempt may be whole.
             return Fault("transient", unreadable_reply(payload, self.secrets))
-        price = self._price
-        if price is not None:
-            reply.cost_usd = price.cost(reply.prompt_tokens, reply.completion_tokens)
+        reply.cost_usd = reply.cost_at(self._price)
         reply.latency_s = latency
         return reply
 
@@ -261,7 +285,9 @@ def read_completion(data: Any, headers: dict[str, str] | None = None) -> RawRepl
     """The reply in an OpenAI chat-completion body (the HTTP transport's answer, a line of
     an OpenAI batch's output), unpriced and untimed; ``None`` when it is not one.
 
-    A forced tool call's arguments stand for the text when there is none.
+    A forced tool call's arguments stand for the text when there is none; the prompt
+    tokens read from (and written to) the provider's prompt cache are counted as
+    :func:`~framekit.judges.pricing.read_usage` reads them.
     """
     try:
         message = data["choices"][0]["message"]
@@ -269,12 +295,14 @@ def read_completion(data: Any, headers: dict[str, str] | None = None) -> RawRepl
         tool_calls = message.get("tool_calls")
         if tool_calls and not text:
             text = (tool_calls[0].get("function") or {}).get("arguments")
-        usage = data.get("usage") or {}
+        usage = read_usage(data.get("usage"))
         return RawReply(
             text=text,
             refusal=message.get("refusal"),
-            prompt_tokens=int(usage.get("prompt_tokens") or 0),
-            completion_tokens=int(usage.get("completion_tokens") or 0),
+            prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion,
+            cached_tokens=usage.cached,
+            written_tokens=usage.written,
             cost_usd=None,
             latency_s=0.0,
             headers=headers if headers is not None else {},

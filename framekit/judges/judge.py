@@ -9,8 +9,10 @@ which sends through the transport :meth:`Judge.open` hands it. :func:`resolve_ju
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import Any, Literal
@@ -19,6 +21,7 @@ from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
 from framekit.judges.credentials import Credentials, credential_problem
 from framekit.judges.endpoint import Decoding, Endpoint, Limits, split_kwargs
+from framekit.judges.pricing import Price, judge_price, per_million, price_from
 from framekit.judges.providers import FRAMEKIT_BASE_VAR
 from framekit.judges.transport import Transport, TransportName, choose_transport
 
@@ -107,9 +110,19 @@ class Judge:
         (default): ``"http"`` for ``openai/...`` (with or without ``api_base``) and
         ``hosted_vllm/...`` models, ``"litellm"`` for every other provider or when
         ``processes > 1``. :attr:`transport` says which one is in use.
+    price
+        What the endpoint charges, in US dollars per million tokens: ``{"input": 2.0,
+        "output": 8.0}``, with ``"cached_input"`` (prompt tokens read from the provider's
+        prompt cache; default the input rate) and ``"cache_write"`` (written to it, as
+        Anthropic bills; default the input rate). ``None`` (default): litellm's list price
+        where the calls go to the model's provider, else unknown (a custom ``api_base``).
+        Batch lines cost half of it. Never part of the cache key.
     **litellm_kwargs
         Passed to ``litellm.acompletion`` (e.g. ``seed``); part of the cache key unless
-        they only route the call (``api_version``, ``extra_headers``...).
+        they only route the call (``api_version``, ``extra_headers``...). On the HTTP
+        transport they are fields of the request body, so a name OpenAI's chat
+        completions do not know is an :class:`~framekit.InputError` (a server's own
+        fields go in ``extra_body={...}``).
 
     Attributes
     ----------
@@ -150,6 +163,7 @@ class Judge:
         batch_poll: float = 1.0,
         transport: str = "auto",
         samples: int = 1,
+        price: Mapping[str, float] | None = None,
         **litellm_kwargs: Any,
     ) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -181,8 +195,20 @@ class Judge:
             api_base or os.environ.get(FRAMEKIT_BASE_VAR) or None,
             Credentials(api_key or None),
             routing,
+            None if price is None else price_from(price),
         )
         chosen = choose_transport(model, transport, processes, endpoint.api_base)
+        if chosen == "http":
+            from framekit.judges.http import unknown_body_fields
+
+            unknown = unknown_body_fields(params)
+            if unknown:
+                raise InputError(
+                    f"Judge got an unknown keyword argument {unknown[0]!r}: the http "
+                    "transport sends keyword arguments as fields of OpenAI's chat "
+                    "completions, which has none of that name (a server's own fields go in "
+                    "extra_body={...}; transport='litellm' passes keywords to litellm)"
+                )
         if chosen == "litellm":
             # Checked now, offline: a string litellm cannot route fails every call
             # (the http transport sends the name as it is, to the server that knows it).
@@ -296,6 +322,32 @@ class Judge:
     @property
     def max_tokens(self) -> int:
         return self.decoding.max_tokens
+
+    @property
+    def price(self) -> dict[str, float] | None:
+        """The price given (``price=``, US dollars per million tokens), or ``None``."""
+        given = self.endpoint.price
+        return None if given is None else per_million(given)
+
+    def pricing(self, *, batch: bool | None = None) -> Price | None:
+        """What this judge's calls cost per token (its batch lines' with ``batch``, by
+        default whether it is a batch judge): :func:`framekit.judges.pricing.judge_price`,
+        the one rule for every path; ``None`` when unknown. May import litellm.
+
+        Examples
+        --------
+        >>> judge = Judge("openai/my-model", api_base="http://127.0.0.1:8000/v1",
+        ...               price={"input": 2.0, "output": 8.0, "cached_input": 0.5})
+        >>> judge.pricing().cost(1_000_000, 0, cached=1_000_000)
+        0.5
+        >>> judge.pricing(batch=True).cost(1_000_000, 1_000_000)
+        5.0
+        """
+        return judge_price(
+            self.endpoint,
+            transport=self.transport,
+            batch=self.batch if batch is None else batch,
+        )
 
     @property
     def processes(self) -> int:
@@ -487,7 +539,10 @@ def _make_transport(values: _Values) -> Transport:
         return HttpTransport(values.endpoint, values.limits, values.decoding)
     from framekit.judges.litellm.transport import LitellmTransport
 
-    return LitellmTransport(values.endpoint, values.limits, values.decoding, values.processes)
+    pricing = functools.partial(judge_price, values.endpoint, transport="litellm", batch=False)
+    return LitellmTransport(
+        values.endpoint, values.limits, values.decoding, values.processes, pricing
+    )
 
 
 def _own_params(cls: type) -> list[str]:

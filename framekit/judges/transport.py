@@ -20,6 +20,7 @@ from framekit._errors import InputError
 from framekit.judges.faults import Fault
 from framekit.judges.providers import openai_speaker
 from framekit.judges.request import ChatRequest, Mode
+from framekit.judges.usage import Price
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,10 +54,23 @@ class RawReply:
     latency_s: float
     headers: Mapping[str, str] = field(default_factory=dict)
     logprobs: list[dict[str, Any]] | None = None
+    #: Of ``prompt_tokens``, those the provider read from its prompt cache (billed at the
+    #: cached-input rate) and those it wrote to it (Anthropic's cache writes).
+    cached_tokens: int = 0
+    written_tokens: int = 0
 
     @property
     def tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+    def cost_at(self, price: Price | None) -> float | None:
+        """What this reply cost at ``price`` (its cached and cache-written prompt tokens at
+        their rates); ``None`` without a price."""
+        if price is None:
+            return None
+        return price.cost(
+            self.prompt_tokens, self.completion_tokens, self.cached_tokens, self.written_tokens
+        )
 
 
 class Transport(Protocol):

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from framekit.testing import _sim_answers as answers
 from framekit.testing._sim_config import SimulatorConfig
+from framekit.testing import _sim_cache
 from framekit.testing._sim_reply import Reply, error_body
 
 _PREFIXES = ("/v1/files", "/files", "/v1/batches", "/batches", "/v1/messages/batches")
@@ -68,6 +69,11 @@ class BatchSim:
             "lines_expired": 0,
             "retrieves": 0,
             "lists": 0,
+            # Tokens of the lines answered (prompt, answer, prompt tokens found cached).
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "cached_tokens": 0,
+            "cache_write_tokens": 0,
         }
         self.seq = 0
 
@@ -343,7 +349,7 @@ class BatchSim:
         cid = line["custom_id"]
         if batch["kind"] == "anthropic":
             params = line["params"]
-            body = _openai_payload(params)
+            body = openai_payload(params)
         else:
             body = line["body"]
         markers = answers.parse_markers(body["messages"])
@@ -359,12 +365,38 @@ class BatchSim:
             template=self.app.config.reply_template,
             noisy=self.app.config.noisy_judge(body.get("model")),
         )
+        cached, written = self._cache(batch["kind"], body, completion)
         if batch["kind"] == "anthropic":
-            result = {"type": "succeeded", "message": _anthropic_message(completion, body)}
+            message = anthropic_message(completion, body, cached, written)
+            result = {"type": "succeeded", "message": message}
             return json.dumps({"custom_id": cid, "result": result}).encode() + b"\n"
         response = {"status_code": 200, "request_id": f"req_{number}", "body": completion}
         row = {"id": f"batch_req_{number}", "custom_id": cid, "response": response, "error": None}
         return json.dumps(row).encode() + b"\n"
+
+    def _cache(
+        self, kind: str, body: dict[str, Any], completion: dict[str, Any]
+    ) -> tuple[int, int]:
+        """Count a line's tokens, with the prompt cache's rule as for direct requests: the
+        lines of a batch are answered in order, each caching its prefixes for the next."""
+        app = self.app
+        usage = completion["usage"]
+        cached = written = 0
+        style = app.config.prompt_cache
+        if style is not None:
+            cached, written, prefixes = app.prompt_cache.look_up(body)
+            app.prompt_cache.store(prefixes)
+            # Anthropic's batches report cache writes; OpenAI's format, for other models, not.
+            anthropic = kind == "anthropic" or _sim_cache.anthropic_style(style, body.get("model"))
+            written = written if anthropic else 0
+            completion["usage"] = _sim_cache.with_cache_usage(
+                usage, cached, written, anthropic=anthropic
+            )
+        self.counts["prompt_tokens"] += usage["prompt_tokens"]
+        self.counts["completion_tokens"] += usage["completion_tokens"]
+        self.counts["cached_tokens"] += cached
+        self.counts["cache_write_tokens"] += written
+        return cached, written
 
     def _failed_line(self, batch: dict[str, Any], cid: str, number: int) -> bytes:
         if batch["kind"] == "anthropic":
@@ -495,7 +527,7 @@ def _check_anthropic(requests: Any) -> str | None:
     return None
 
 
-def _openai_payload(params: dict[str, Any]) -> dict[str, Any]:
+def openai_payload(params: dict[str, Any]) -> dict[str, Any]:
     """A Messages API request as the chat-completions payload the answer rule reads."""
     messages = list(params.get("messages") or [])
     if params.get("system"):
@@ -516,7 +548,9 @@ def _openai_payload(params: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _anthropic_message(completion: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+def anthropic_message(
+    completion: dict[str, Any], body: dict[str, Any], cached: int = 0, written: int = 0
+) -> dict[str, Any]:
     message = completion["choices"][0]["message"]
     content: list[dict[str, Any]] = []
     for call in message.get("tool_calls") or []:
@@ -539,8 +573,5 @@ def _anthropic_message(completion: dict[str, Any], body: dict[str, Any]) -> dict
         "model": body.get("model"),
         "content": content,
         "stop_reason": "tool_use" if message.get("tool_calls") else "end_turn",
-        "usage": {
-            "input_tokens": usage["prompt_tokens"],
-            "output_tokens": usage["completion_tokens"],
-        },
+        "usage": _sim_cache.messages_usage(usage, cached, written),
     }

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from framekit.testing._sim_cache import STYLES as _CACHE_STYLES
 from framekit.testing._sim_echo import ECHO_MODES as _ECHO_MODES
 from framekit.testing._sim_logprobs import NoisyJudge
 
@@ -84,6 +85,14 @@ null_content_rate, refusal_rate : float
         If set, every text answer (not a tool call) is this text with ``{answer}``
         replaced by the answer's JSON: a judge that wraps its verdict in prose, which may
         quote other JSON objects before or after it.
+    prompt_cache : {"openai", "anthropic", None}
+        How answers report cached prompt tokens (see ``_sim_cache``): ``"openai"``
+        (default) reports ``usage.prompt_tokens_details.cached_tokens`` by OpenAI's rule
+        (a prefix of 1,024 tokens and more, in 128-token steps, is cached once an earlier
+        request with it has been answered), adding Anthropic's
+        ``cache_read_input_tokens`` / ``cache_creation_input_tokens`` for ``claude-...``
+        models; ``"anthropic"`` adds those for every model; ``None`` caches nothing.
+        Batch lines follow the same rule, answered in order.
     embedding_dimensions : int
         Vector length when a request gives no ``dimensions``.
     max_recorded : int
@@ -132,6 +141,7 @@ null_content_rate, refusal_rate : float
     sample_at_temperature: bool = False
     echo_headers: str | None = None
     reply_template: str | None = None
+    prompt_cache: str | None = "openai"
     embedding_dimensions: int = 256
     max_recorded: int = 10_000
     seed: int | None = 0
@@ -160,6 +170,8 @@ null_content_rate, refusal_rate : float
         rates = [getattr(self, name) for name in _RATES]
         if any(not 0.0 <= r <= 1.0 for r in rates) or sum(rates) > 1.0 + 1e-9:
             raise ValueError(f"each of {', '.join(_RATES)} must be in [0, 1], summing to <= 1")
+        if self.prompt_cache not in _CACHE_STYLES:
+            raise ValueError(f"prompt_cache must be one of {_CACHE_STYLES}")
         if self.echo_headers not in _ECHO_MODES:
             raise ValueError(f"echo_headers must be one of {_ECHO_MODES}")
         if self.hang_seconds < 0 or self.trickle_seconds < 0:

@@ -26,11 +26,13 @@ from collections import deque
 from typing import Any
 
 from framekit.testing import _sim_answers as answers
-from framekit.testing import _sim_batch, _sim_echo
+from framekit.testing import _sim_batch, _sim_cache, _sim_echo
 from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing._sim_reply import Reply, error_body
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
+#: Anthropic's Messages API: the same answers, in its request and reply shapes.
+MESSAGES_PATHS = frozenset({"/v1/messages"})
 EMBEDDING_PATHS = frozenset({"/v1/embeddings", "/embeddings"})
 # The body fields that make two requests "the same request" for ``first=N``;
 # everything else (user, metadata, timeouts...) is volatile.
@@ -74,6 +76,7 @@ class SimApp:
         self.rng = random.Random(config.seed)
         self.requests: deque[Any] = deque(maxlen=config.max_recorded)
         self.connections: set[_Connection] = set()
+        self.prompt_cache = _sim_cache.PromptCache()
         self.batch = _sim_batch.BatchSim(self)
         self._zero()
 
@@ -88,6 +91,7 @@ class SimApp:
         self.faults: dict[str, int] = {}
         self.abandoned = self.in_flight = self.max_in_flight = 0
         self.prompt_tokens = self.completion_tokens = 0
+        self.cached_tokens = self.cache_write_tokens = 0
         self.attempts: dict[str, int] = {}
         self.storm_until = 0.0
         self.storm_status = 503
@@ -104,6 +108,7 @@ class SimApp:
         """Zero counters, forget recorded requests, attempts and storms, refill the bucket."""
         self.requests.clear()
         self.rng.seed(self.config.seed)
+        self.prompt_cache.clear()
         self.batch.reset()
         self._zero()
 
@@ -147,6 +152,8 @@ class SimApp:
             "max_in_flight": self.max_in_flight,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
+            "cached_tokens": self.cached_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
             "batch": self.batch.stats(),
         }
 
@@ -160,6 +167,10 @@ class SimApp:
             self.by_status[reply.status] = self.by_status.get(reply.status, 0) + 1
             self.prompt_tokens += reply.tokens[0]
             self.completion_tokens += reply.tokens[1]
+            self.cached_tokens += reply.tokens[2]
+            self.cache_write_tokens += reply.tokens[3]
+            if reply.prefixes:  # answered: its prefixes are cached for later requests
+                self.prompt_cache.store(reply.prefixes)
         elif reply.mode != "drop":
             self.abandoned += 1
 
@@ -214,7 +225,8 @@ class SimApp:
     def _api(
         self, method: str, path: str, headers: dict[str, str], body: bytes, query: str = ""
     ) -> Reply:
-        is_chat = path in CHAT_PATHS
+        messages_api = path in MESSAGES_PATHS
+        is_chat = path in CHAT_PATHS or messages_api
         echoed = _sim_echo.echo_error(self.config.echo_headers, method, path, query, headers)
         if echoed is not None:  # any path: a gateway in front of every route
             return Reply(echoed[0], error_body(*echoed), delay=self._latency())
@@ -244,6 +256,8 @@ class SimApp:
             reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
             return reply
         try:
+            if messages_api:
+                return self._messages(payload)
             if is_chat:
                 return self._chat(payload)
             return self._embeddings(payload)
@@ -382,6 +396,7 @@ class SimApp:
             noisy=cfg.noisy_judge(payload.get("model")),
             draw=self._sampling_draw(payload),
         )
+        cached, written, prefixes = self.cache_usage(payload, completion)
         usage = completion["usage"]
         mode = "drop" if fault == "drop" else "trickle" if cfg.trickle_seconds > 0 else "normal"
         return Reply(
@@ -389,8 +404,37 @@ class SimApp:
             json.dumps(completion).encode(),
             delay=delay,
             mode=mode,
-            tokens=(usage["prompt_tokens"], usage["completion_tokens"]),
+            tokens=(usage["prompt_tokens"], usage["completion_tokens"], cached, written),
+            prefixes=prefixes,
         )
+
+    def cache_usage(
+        self, payload: dict[str, Any], completion: dict[str, Any]
+    ) -> tuple[int, int, tuple[bytes, ...]]:
+        """Report the prompt tokens ``payload`` finds in the prompt cache in
+        ``completion``'s usage (see ``_sim_cache``); returns them, those written to it
+        (reported Anthropic-style only) and the request's prefixes, cached once it is
+        answered."""
+        style = self.config.prompt_cache
+        if style is None:
+            return 0, 0, ()
+        cached, written, prefixes = self.prompt_cache.look_up(payload)
+        anthropic = _sim_cache.anthropic_style(style, payload.get("model"))
+        completion["usage"] = _sim_cache.with_cache_usage(
+            completion["usage"], cached, written, anthropic=anthropic
+        )
+        return cached, written if anthropic else 0, prefixes
+
+    def _messages(self, payload: dict[str, Any]) -> Reply:
+        """An Anthropic Messages API request, answered as its chat-completions twin is,
+        in Anthropic's reply shape (its usage with the cache reads and writes)."""
+        reply = self._chat(_sim_batch.openai_payload(payload))
+        if reply.status == 200 and reply.mode != "drop":
+            completion = json.loads(reply.body)
+            _, _, cached, written = reply.tokens
+            message = _sim_batch.anthropic_message(completion, payload, cached, written)
+            reply.body = json.dumps(message).encode()
+        return reply
 
     def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         fault = markers.get("fault")

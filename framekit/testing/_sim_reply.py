@@ -37,7 +37,7 @@ _REASONS = {
 class Reply:
     """One decided response: what to send, after how long, and how (normal/drop/trickle)."""
 
-    __slots__ = ("status", "body", "headers", "delay", "mode", "api", "tokens", "done")
+    __slots__ = ("status", "body", "headers", "delay", "mode", "api", "tokens", "prefixes", "done")
 
     def __init__(
         self,
@@ -48,7 +48,8 @@ class Reply:
         delay: float = 0.0,
         mode: str = "normal",
         api: bool = True,
-        tokens: tuple[int, int] = (0, 0),
+        tokens: tuple[int, ...] = (0, 0, 0, 0),
+        prefixes: tuple[bytes, ...] = (),
     ) -> None:
         self.status = status
         self.body = body
@@ -56,7 +57,10 @@ class Reply:
         self.delay = delay
         self.mode = mode
         self.api = api
-        self.tokens = tokens
+        #: Prompt, completion, cached and cache-written prompt tokens.
+        self.tokens = (*tokens, 0, 0, 0, 0)[:4]
+        #: The prompt's cacheable prefixes, cached once the reply is sent.
+        self.prefixes = prefixes
         self.done = False
 
     def head(self, keep_alive: bool) -> bytes:

@@ -1,7 +1,9 @@
 """A loopback OpenAI-compatible judge for framekit's tests and benchmarks.
 
 The simulator answers ``POST /v1/chat/completions`` and ``POST /v1/embeddings`` with
-deterministic, schema-conforming answers (the rule is in ``_sim_answers``), and injects
+deterministic, schema-conforming answers (the rule is in ``_sim_answers``), Anthropic's
+``POST /v1/messages`` with the same answers in its shapes, reports cached prompt tokens
+by the providers' rules (``_sim_cache``), and injects
 the failures a real judge endpoint produces (latency, 429s with ``Retry-After``, 5xx,
 hangs, torn connections, malformed or empty answers, refusals, storms) so the engine can
 be tested through litellm's real client path::
@@ -79,11 +81,17 @@ class SimulatorStats(TypedDict):
     abandoned: int
     in_flight: int
     max_in_flight: int
+    #: Tokens of the chat answers sent: prompt (all), completion, the prompt tokens
+    #: reported as read from the prompt cache (``SimulatorConfig.prompt_cache``) and, in
+    #: Anthropic-style answers, as written to it.
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int
+    cache_write_tokens: int
     #: Batch APIs: files_uploaded, files_downloaded, batches_created, batches_cancelled,
     #: batches_rejected, lines, lines_failed, lines_expired, retrieves, lists (pages of
-    #: the batch list asked for).
+    #: the batch list asked for), and the answered lines' prompt_tokens,
+    #: completion_tokens, cached_tokens and cache_write_tokens.
     batch: dict[str, int]
 
 

@@ -36,7 +36,6 @@ __all__ = [
     "OpenAIBatchClient",
     "client_for",
     "endpoint_of",
-    "list_priced",
     "make_client",
 ]
 
@@ -74,30 +73,6 @@ def endpoint_of(judge: Judge) -> tuple[str | None, str | None]:
     :func:`~framekit.judges.providers.batch_provider`); ``api_base`` is ``None`` for the
     provider's public endpoint."""
     return resolve_endpoint(judge.endpoint, batch_provider(judge.model))
-
-
-def list_priced(judge: Judge) -> bool:
-    """Whether ``judge``'s calls are priced at its provider's list (or batch) prices.
-
-    Only the provider's own endpoint has them: a custom ``api_base`` (self-hosted, a
-    proxy, another provider) has no known price, on the HTTP transport (which applies
-    this rule to each answer) and in batch mode alike. litellm prices by model name at
-    any endpoint, so its transport's calls are priced as it prices them. The dry run asks
-    here too, so its estimate is what the run then reports.
-
-    Examples
-    --------
-    >>> from framekit.judges.judge import Judge
-    >>> list_priced(Judge("openai/gpt-4o-mini", api_base="http://127.0.0.1:8000/v1", batch=True))
-    False
-    """
-    if judge.batch:
-        return endpoint_of(judge)[0] is None
-    if judge.transport == "http":
-        from framekit.judges.providers import openai_speaker
-
-        return resolve_endpoint(judge.endpoint, openai_speaker(judge.model))[0] is None
-    return True
 
 
 def client_for(judge: Judge) -> BatchClient:

@@ -14,6 +14,7 @@ from framekit.judges.batch.base import BatchClient, BatchStatus, LineResult
 from framekit.judges.faults import Fault
 from framekit.judges.request import dump_json, load_json
 from framekit.judges.transport import RawReply
+from framekit.judges.usage import read_usage
 
 VERSION = "2023-06-01"
 _STATES = {"in_progress": "in_progress", "canceling": "cancelling", "ended": "ended"}
@@ -152,15 +153,17 @@ def read_line(line: bytes) -> LineResult:
             break
         if block.get("type") == "text":
             text = (text or "") + str(block.get("text") or "")
-    usage = message.get("usage") or {}
+    usage = read_usage(message.get("usage"))
     return LineResult(
         custom_id,
         RawReply(
             text=text,
             refusal=None,
-            prompt_tokens=int(usage.get("input_tokens") or 0),
-            completion_tokens=int(usage.get("output_tokens") or 0),
+            prompt_tokens=usage.prompt,
+            completion_tokens=usage.completion,
             cost_usd=None,
             latency_s=0.0,
+            cached_tokens=usage.cached,
+            written_tokens=usage.written,
         ),
     )

@@ -52,13 +52,6 @@ def litellm_module() -> ModuleType:
     return _module
 
 
-def response_cost(response: Any) -> float | None:
-    """The cost litellm already priced for a response; ``None`` for an unknown model."""
-    hidden = getattr(response, "_hidden_params", None) or {}
-    cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
-    return float(cost) if isinstance(cost, (int, float)) else None
-
-
 def header(exc: BaseException, name: str) -> str | None:
     """A response header of a litellm/OpenAI exception, if any."""
     response: Any = getattr(exc, "response", None)

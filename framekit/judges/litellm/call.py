@@ -28,10 +28,11 @@ from framekit.judges.faults import (
     parse_retry_after,
     refused_by_client,
 )
-from framekit.judges.litellm import header, litellm_module, response_cost
+from framekit.judges.litellm import header, litellm_module
 from framekit.judges.litellm.model_names import not_routed
 from framekit.judges.logprobs import logprobs_content
 from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, keep_headers
+from framekit.judges.usage import read_usage
 
 __all__ = ["WANTS_LOGPROBS", "call_litellm", "classify", "takes_logprobs"]
 
@@ -63,7 +64,8 @@ def _token_dicts(response: Any) -> list[dict[str, Any]] | None:
 
 
 async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply:
-    """One ``litellm.acompletion`` call, reduced to what the engine reads from it."""
+    """One ``litellm.acompletion`` call, reduced to what the engine reads from it (unpriced:
+    the transport prices it, by the same rule as every path)."""
     lm = litellm_module()
     if WANTS_LOGPROBS in call:
         call = dict(call)
@@ -79,15 +81,17 @@ async def call_litellm(params: dict[str, Any], call: dict[str, Any]) -> RawReply
     tool_calls = getattr(message, "tool_calls", None)
     if tool_calls and not text:
         text = tool_calls[0].function.arguments
-    usage = getattr(response, "usage", None)
+    usage = read_usage(getattr(response, "usage", None))
     hidden = getattr(response, "_hidden_params", None) or {}
     headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
     return RawReply(
         text=text,
         refusal=getattr(message, "refusal", None),
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        cost_usd=response_cost(response),
+        prompt_tokens=usage.prompt,
+        completion_tokens=usage.completion,
+        cached_tokens=usage.cached,
+        written_tokens=usage.written,
+        cost_usd=None,
         latency_s=latency,
         headers=keep_headers(headers) if isinstance(headers, dict) else {},
         logprobs=_token_dicts(response),

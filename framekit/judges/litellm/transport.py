@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from framekit._aio import bounded
@@ -20,6 +21,7 @@ from framekit.judges.litellm import litellm_module
 from framekit.judges.litellm.call import WANTS_LOGPROBS, call_litellm, classify
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
 from framekit.judges.transport import RawReply, TransportName
+from framekit.judges.usage import Price
 
 if TYPE_CHECKING:
     from framekit.judges.litellm.workers import WorkerPool
@@ -33,7 +35,12 @@ class LitellmTransport:
     requires_key = True
 
     def __init__(
-        self, endpoint: Endpoint, limits: Limits, decoding: Decoding, processes: int = 1
+        self,
+        endpoint: Endpoint,
+        limits: Limits,
+        decoding: Decoding,
+        processes: int = 1,
+        pricing: Callable[[], Price | None] = lambda: None,
     ) -> None:
         self.endpoint, self.limits, self.decoding = endpoint, limits, decoding
         self.processes = processes
@@ -43,6 +50,10 @@ class LitellmTransport:
         self._secrets = list(endpoint.secrets())
         #: Set when the endpoint refused a request for logprobs: its later calls go without.
         self.logprobs_refused = False
+        # The judge's price rule (framekit.judges.pricing, which reads litellm's price
+        # table and so sits above this package), asked once per run.
+        self._pricing = pricing
+        self._price: Price | None = None
 
     def params(self) -> dict[str, Any]:
         """Everything ``litellm.acompletion`` gets besides the messages and the answer
@@ -68,6 +79,8 @@ class LitellmTransport:
         """Import litellm (seconds, so off the event loop), or start the worker
         processes and wait until each has."""
         self._secrets = list(self.endpoint.secrets())  # the environment may have changed
+        # Priced here, not by litellm per answer: one rule for every transport and path.
+        self._price = await asyncio.to_thread(self._pricing)
         if self.processes == 1:
             await asyncio.to_thread(litellm_module)
             return
@@ -109,6 +122,8 @@ class LitellmTransport:
             # ask again without, and from now on.
             self.logprobs_refused = True
             return await self.call(request, messages, mode)
+        if isinstance(result, RawReply):
+            result.cost_usd = result.cost_at(self._price)
         return result
 
     async def _call(self, params: dict[str, Any], call: dict[str, Any]) -> RawReply | Fault:
