@@ -19,8 +19,8 @@ import time
 from typing import Any, Protocol
 
 from framekit.testing import _sim_answers as answers
-from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing import _sim_cache
+from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing._sim_reply import Reply, error_body
 
 _PREFIXES = ("/v1/files", "/files", "/v1/batches", "/batches", "/v1/messages/batches")
