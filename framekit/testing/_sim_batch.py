@@ -40,6 +40,8 @@ class BatchHost(Protocol):
 
     config: SimulatorConfig
     rng: random.Random
+    #: The prompt cache chat answers and batch lines share (``config.prompt_cache``).
+    prompt_cache: _sim_cache.PromptCache
 
     def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
         """The fault a prompt's ``@sim(fault=...)`` marker asks of this request."""
