@@ -194,9 +194,9 @@ _SCHEMA: dict[str, Any] = {
 }
 _HUMAN_SCHEMA: dict[str, Any] = {
     "method": pl.String,
-    **{k: v for k, v in _SCHEMA.items() if k != "errors"},
-    "errors": pl.Int64,
+    **{k: _SCHEMA[k] for k in ("wins", "ties", "losses", "n")},
     "n_labelled": pl.Int64,
+    **{k: v for k, v in _SCHEMA.items() if k not in ("wins", "ties", "losses", "n")},
     "lam": pl.Float64,
 }
 

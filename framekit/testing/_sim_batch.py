@@ -344,6 +344,7 @@ class BatchSim:
             created,
             template=self.app.config.reply_template,
             noisy=self.app.config.noisy_judge(body.get("model")),
+            pairwise=self.app.config.pairwise_judge(body.get("model")),
         )
         if batch["kind"] == "anthropic":
             result = {"type": "succeeded", "message": _anthropic_message(completion, body)}
