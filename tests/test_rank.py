@@ -241,3 +241,12 @@ def test_the_bootstrap_resamples_keys_so_pairs_of_one_key_move_together():
         fk.rank(new_keys)["strength"].to_list(), abs=1e-6
     )
     assert width(same_key) / width(new_keys) == pytest.approx(math.sqrt(2), rel=0.15)
+
+
+def test_groups_that_only_met_a_baseline_are_ranked_against_it():
+    # evaluate_pairwise(..., against="bm25"): every group faces the baseline only.
+    star = bradley_terry_pairs(TRUE, 150, seed=9).filter(pl.col("a") == "bm25")
+    ranked = fk.rank(star, reference="bm25")
+    assert ranked["group"].to_list() == ["hybrid", "dense", "bm25"]
+    for group, low, high in ranked.select("group", "strength_ci_low", "strength_ci_high").rows():
+        assert low <= TRUE[group] - TRUE["bm25"] <= high

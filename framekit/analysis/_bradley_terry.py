@@ -13,13 +13,16 @@ two groups that met in the data are therefore given one virtual tie (half a win 
 way), a weak prior that keeps every fit finite and moves a strength by a fraction of a
 game's worth when there are dozens of real games.
 
-Fitted by the minorisation-maximisation iteration of Hunter (2004, "MM algorithms for
-generalized Bradley-Terry models", Annals of Statistics 32:384), written here in numpy
-and vectorised over the leading axes, so the 2000 bootstrap resamples of ``fk.rank`` are
-one array fit in milliseconds. ``choix`` (the maintained Python package for these
-models) fits one data set per call from a list of (winner, loser) tuples, has no ties,
-and needs scipy, an optional extra of framekit; its fit and this one are compared in the
-tests.
+Fitted by Newton's method on the log-likelihood (concave; the information matrix is the
+weighted Laplacian of who met whom), written here in numpy and vectorised over the
+leading axes, so the 2000 bootstrap resamples of ``fk.rank`` are one array fit, in a
+handful of iterations. (The minorisation-maximisation iteration of Hunter 2004, the
+textbook fit, took thousands of iterations, seconds, when every group met only a
+baseline.) ``choix`` (the maintained Python package for these
+models) fits one data set per call from a list of (winner, loser) tuples (2,000 calls
+for one interval), has no ties (they would have to be entered as a win each way, doubling
+the data), and needs scipy, an optional extra of framekit. The tests check this fit
+against the likelihood's maximum found by a general optimiser (scipy's BFGS).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ FloatArray = NDArray[np.float64]
 PRIOR_TIES = 1.0
 #: The fit stops when no log-strength moves more than this in an iteration.
 _TOLERANCE = 1e-10
-_MAX_ITERATIONS = 100_000
+_MAX_ITERATIONS = 200
+#: The largest move of a log-strength in one Newton step.
+_MAX_STEP = 2.0
 
 
 def with_prior(scores: FloatArray, met: NDArray[np.bool_]) -> FloatArray:
@@ -67,23 +72,29 @@ def fit(scores: FloatArray, reference: int | None = None) -> FloatArray:
     """
     w = np.asarray(scores, dtype=np.float64).copy()
     k = w.shape[-1]
-    diagonal = np.eye(k, dtype=bool)
-    w[..., diagonal] = 0.0
+    w[..., np.eye(k, dtype=bool)] = 0.0
     games = w + np.swapaxes(w, -1, -2)
     total = w.sum(-1)
-    log_p = np.zeros(w.shape[:-1])
+    # The mean constraint, added to the (singular) information matrix: the step then keeps
+    # the strengths centred, and the system is regular for connected groups.
+    centring = np.full((k, k), 1.0 / k)
+    strength = np.zeros(w.shape[:-1])
     for _ in range(_MAX_ITERATIONS):
-        p = np.exp(log_p)
-        denominator = (games / (p[..., :, None] + p[..., None, :])).sum(-1)
-        updated = np.log(total) - np.log(denominator)
-        updated -= updated.mean(-1, keepdims=True)
-        change = float(np.max(np.abs(updated - log_p), initial=0.0))
-        log_p = updated
-        if change < _TOLERANCE:
+        beats = 1.0 / (1.0 + np.exp(strength[..., None, :] - strength[..., :, None]))
+        gradient = total - (games * beats).sum(-1)
+        weight = games * beats * (1.0 - beats)
+        information = np.eye(k) * weight.sum(-1)[..., None, :] - weight + centring
+        step = np.linalg.solve(information, gradient[..., None])[..., 0]
+        # Newton's step on a concave likelihood, capped so a far start cannot overshoot.
+        largest = np.max(np.abs(step), axis=-1, keepdims=True)
+        step *= np.minimum(1.0, _MAX_STEP / np.maximum(largest, 1e-300))
+        strength = strength + step
+        strength -= strength.mean(-1, keepdims=True)
+        if float(np.max(largest, initial=0.0)) < _TOLERANCE:
             break
     if reference is not None:
-        log_p = log_p - log_p[..., reference : reference + 1]
-    return log_p
+        strength = strength - strength[..., reference : reference + 1]
+    return strength
 
 
 def connected(met: NDArray[np.bool_]) -> list[list[int]]:
