@@ -191,6 +191,8 @@ def test_input_errors_name_the_row_column_or_choice():
     assert fk.rank(two, evaluator="tone", n_boot=100)["group"].to_list() == ["dense", "bm25"]
     with pytest.raises(fk.InputError, match="not a pairs frame"):
         fk.rank(pl.DataFrame({"q": [1], "a": ["x"], "b": ["y"]}))
+    with pytest.raises(fk.InputError, match="by='wins' would clash"):
+        fk.rank(pairs_frame(["bm25"]), by="wins")
     with pytest.raises(fk.InputError, match="n_boot"):
         fk.rank(pairs_frame(["bm25"]), n_boot=10)
 

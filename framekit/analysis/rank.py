@@ -151,6 +151,8 @@ def rank(
     if human is not None:
         resolve_columns(frame, human, "human")
     keys = key_columns(frame, on)
+    if by in _HUMAN_SCHEMA:
+        raise InputError(f"by={by!r} would clash with the output column of that name")
     alpha = 1.0 - _check_confidence(confidence)
     if isinstance(n_boot, bool) or not isinstance(n_boot, int) or n_boot < 100:
         raise InputError(f"n_boot must be a whole number >= 100, got {n_boot!r}")
@@ -170,7 +172,7 @@ def rank(
         people = _standing(data, data.human_a, per_key[1], resampled[1], ref, alpha, "people")
         out = _with_methods(data, judge, people, confidence, by, human)
     order = _strongest_first(judge["strength"], data.groups)
-    if data.human_a is not None:
+    if data.human_a is not None:  # three rows a group: the groups' order, methods within
         order = np.repeat(order * len(METHODS), len(METHODS)) + np.tile(
             np.arange(len(METHODS)), len(order)
         )
