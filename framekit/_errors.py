@@ -35,10 +35,9 @@ clauses still catch it::
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from framekit.judges.faults import Fault
+from framekit._fault import Fault
 
 
 class FramekitError(Exception):
@@ -104,7 +103,7 @@ class LocalModelError(JudgeConfigurationError, RuntimeError):
 class FaultRaised(JudgeError):
     """A call that failed and was already classified where it was made (a transport, a
     judge worker process, a batch client): only the verdict, a
-    :class:`~framekit.judges.faults.Fault`, crosses over, never the client's exception."""
+    :class:`~framekit._fault.Fault`, crosses over, never the client's exception."""
 
     def __init__(self, fault: Fault) -> None:
         super().__init__(fault.reason)
@@ -114,7 +113,9 @@ class FaultRaised(JudgeError):
 class ParseFailure(JudgeError):
     """The reply could not be read as the requested answer; ``kind`` says how
     (``"refusal"``, ``"null"``, ``"malformed"``, ``"label"``, ``"schema"``: a list of
-    objects, such as a claim list, that does not match its schema)."""
+    objects, such as a claim list, that does not match its schema; ``"ambiguous"``: two
+    different verdicts in one reply; ``"quoted"``: the only verdict is quoted from the
+    evaluated text; see :mod:`framekit.judges.verdict`)."""
 
     def __init__(self, kind: str, message: str) -> None:
         super().__init__(message)

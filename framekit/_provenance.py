@@ -72,7 +72,19 @@ def _judge(judge: Any) -> dict[str, Any]:
     processes = getattr(judge, "processes", None)
     if isinstance(processes, int) and processes > 1:
         entry["processes"] = processes
-    return entry
+    return _masked_models(entry)
+
+
+def _masked_models(value: Any) -> Any:
+    """``value`` with every model string (any string) shown as :func:`_secrets.mask_keys`
+    shows it: an API key given as the model is not kept in the file's footer."""
+    if isinstance(value, str):
+        return _secrets.mask_keys(value)
+    if isinstance(value, dict):
+        return {k: _masked_models(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked_models(v) for v in value]
+    return value
 
 
 def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:

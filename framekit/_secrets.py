@@ -51,8 +51,15 @@ SECRET_KWARGS = frozenset(
     }
 )
 #: Header names whose values are credentials (lower-case; matched as substrings too).
-_SECRET_HEADER_PARTS = ("authorization", "api-key", "api_key", "apikey", "token", "secret",
-                        "cookie", "password", "signature")  # fmt: skip
+_SECRET_HEADER_PARTS = ("auth", "key", "token", "secret", "cookie", "password", "signature",
+                        "credential", "session")  # fmt: skip
+#: How providers' API keys begin (OpenAI ``sk-``/``sk-proj-``, Anthropic ``sk-ant-``,
+#: Google ``AIza``, Groq ``gsk_``, xAI, Hugging Face, Replicate, Perplexity, GitHub,
+#: NVIDIA, Fireworks, AWS access key ids, GitLab, Cerebras).
+_KEY_PREFIXES = ("sk-", "sk_", "AIza", "gsk_", "xai-", "hf_", "r8_", "pplx-", "ghp_", "gho_",
+                 "github_pat_", "nvapi-", "fw_", "AKIA", "ASIA", "glpat-", "csk-")  # fmt: skip
+#: A run of key characters long enough to be one (split on anything else: "/", ".", " ").
+_KEY_TOKEN = re.compile(r"[A-Za-z0-9_-]{20,}")
 #: URL query parameters whose values are credentials.
 _SECRET_QUERY_PARTS = ("key", "token", "secret", "sig", "signature", "password", "auth", "code")
 #: Shorter values are not treated as secrets: replacing "1" or "true" everywhere would
@@ -75,6 +82,42 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}")
 def _secret_header(name: str) -> bool:
     lowered = name.lower()
     return any(part in lowered for part in _SECRET_HEADER_PARTS)
+
+
+def key_shaped(token: str) -> bool:
+    """Whether ``token`` looks like an API key: a provider's key prefix and a digit, or a
+    long mixed-case random run. Model names are words, sizes and dates
+    (``gpt-4o-mini-2024-07-18``), which neither rule takes.
+
+    Examples
+    --------
+    >>> key_shaped("sk-proj-Ab12Cd34Ef56Gh78Ij90"), key_shaped("gpt-4o-mini-2024-07-18")
+    (True, False)
+    """
+    if not _KEY_TOKEN.fullmatch(token):
+        return False
+    if token.startswith(_KEY_PREFIXES) and any(c.isdigit() for c in token):
+        return True
+    counts = [sum(test(c) for c in token) for test in (str.isdigit, str.isupper, str.islower)]
+    return len(token) >= 32 and min(counts) >= 4
+
+
+def key_shaped_tokens(text: str) -> list[str]:
+    """The key-shaped runs of ``text`` (see :func:`key_shaped`): an API key pasted into a
+    header of any name (``User-Agent: app/1.0 sk-...``) or given as the model string."""
+    return [token for token in _KEY_TOKEN.findall(text) if key_shaped(token)]
+
+
+def mask_keys(text: str) -> str:
+    """``text`` with every key-shaped run replaced by ``***``: how a model string is shown
+    (``repr(Judge)``, the ``_judge`` column, the run record), in case it is a key.
+
+    Examples
+    --------
+    >>> mask_keys("openai/sk-proj-Ab12Cd34Ef56Gh78Ij90"), mask_keys("openai/gpt-4o-mini")
+    ('openai/***', 'openai/gpt-4o-mini')
+    """
+    return _KEY_TOKEN.sub(lambda m: MASK if key_shaped(m.group()) else m.group(), text)
 
 
 def secret_query(name: str) -> bool:
@@ -118,12 +161,16 @@ def url_secrets(url: str | None) -> list[str]:
 def header_secrets(headers: Any) -> list[str]:
     """Credential values in a header mapping (``extra_headers``), with and without scheme;
     a basic-auth value also decoded (``user:password``, the password), as a server may
-    quote it either way."""
+    quote it either way. A header of any other name gives its key-shaped runs (a key
+    pasted into ``User-Agent``), since an endpoint may echo every header it received."""
     if not isinstance(headers, Mapping):
         return []
     found = []
     for name, value in headers.items():
-        if value is None or not _secret_header(str(name)):
+        if value is None:
+            continue
+        if not _secret_header(str(name)):
+            found += key_shaped_tokens(str(value))
             continue
         text = str(value).strip()
         found.append(text)
@@ -345,6 +392,9 @@ __all__ = [
     "has_userinfo",
     "header_secrets",
     "install_log_redaction",
+    "key_shaped",
+    "key_shaped_tokens",
+    "mask_keys",
     "mask_urls",
     "redact",
     "redact_value",

@@ -22,9 +22,10 @@ from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit._frames import to_polars
 from framekit._result_columns import column
+from framekit.analysis._rubric import is_label_dtype
 from framekit.analysis.cascade_calibration import CascadeCalibration, calibrate_thresholds
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
@@ -122,8 +123,11 @@ def calibrate_cascade(
     Raises
     ------
     InputError
-        A cascade that is not an :class:`~framekit.Cascade`, a missing ``reference``
-        column, or what ``calibrate_thresholds`` refuses (no labelled row...).
+        A cascade that is not an :class:`~framekit.Cascade`; a ``reference`` column that
+        is missing, holds no label (all null or NaN), holds numbers (0/1 for a rubric:
+        cast them to booleans for pass/fail) or labels outside the evaluator's rubric,
+        naming the column, the row and the labels expected; or what
+        ``calibrate_thresholds`` refuses. All before any judge is asked.
 
     Examples
     --------
@@ -138,8 +142,8 @@ def calibrate_cascade(
     if not isinstance(cascade, Cascade):
         raise InputError(f"calibrate_cascade takes an fk.Cascade, not {cascade!r}")
     frame = to_polars(labelled).frame
-    if reference is not None and reference not in frame.columns:
-        raise InputError(f"reference column {reference!r} is not in the frame: {frame.columns}")
+    if reference is not None:
+        check_reference(frame, reference, evaluator)  # before any stage is paid for
     by_passed = reference is not None and frame.schema[reference] == pl.Boolean
     ev = copy.copy(evaluator)
     ev.judge = None  # each stage's judge, not the evaluator's own
@@ -183,6 +187,49 @@ def calibrate_cascade(
         reach = [max(0.0, 1.0 - sum(decided[:k])) for k in range(n)]
         chosen = cascade.with_thresholds(calibration.escalate_below, expected_share=reach)
     return CalibratedCascade(calibration, chosen, stages, None if prices is None else tuple(prices))
+
+
+def check_reference(frame: pl.DataFrame, reference: str, evaluator: Evaluator) -> None:
+    """Raise :class:`InputError` unless ``reference`` holds what the stages' verdicts are
+    compared with: the evaluator's labels (as text), or booleans for pass/fail.
+
+    Without this, a column of the wrong kind (0/1 integers, all NaN, another rubric's
+    labels) agrees with no stage on any row, and the answer would be "target not
+    reachable", blaming the judges for the column.
+    """
+    if reference not in frame.columns:
+        raise InputError(f"reference column {reference!r} is not in the frame: {frame.columns}")
+    labels = list(evaluator.label_scores())
+    expected = (
+        f"the labels of {evaluator.name} ({', '.join(repr(lb) for lb in labels)}) or booleans "
+        "(compared with pass/fail)"
+        if labels
+        else "booleans (compared with pass/fail)"
+    )
+    values = frame.get_column(reference)
+    if values.dtype.is_float():
+        values = values.fill_nan(None)
+    if values.null_count() == values.len():
+        raise InputError(
+            f"reference column {reference!r} holds no label (its {values.len()} values are "
+            f"all null or NaN); expected {expected}"
+        )
+    if values.dtype == pl.Boolean:
+        return
+    if not is_label_dtype(values.dtype):
+        hint = "; for pass/fail, cast 0/1 to booleans" if values.dtype.is_numeric() else ""
+        raise InputError(
+            f"reference column {reference!r} holds {values.dtype} values (e.g. "
+            f"{values.drop_nulls()[0]!r}); expected {expected}{hint}"
+        )
+    if not labels:  # an evaluator without a rubric: its labels are not known here
+        return
+    known = {label.strip().casefold() for label in labels}
+    for row, value in enumerate(values.cast(pl.String)):
+        if value is not None and value.strip().casefold() not in known:
+            raise InputError(
+                f"reference column {reference!r}, row {row}: {value!r} is not one of {expected}"
+            )
 
 
 def _add_price(prices: list[float] | None, judge: Any, cost: pl.Series) -> list[float] | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit.evaluators.registry import available_evaluators
-from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeLike
 
 if TYPE_CHECKING:
     import polars as pl

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import polars as pl
 
-from framekit import _provenance
+from framekit import _provenance, _secrets
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
 from framekit._frames import FrameIn, from_polars, to_polars
@@ -31,22 +31,20 @@ from framekit._result_columns import (
     RESULT_COLUMNS,
     result_columns,
 )
+from framekit._results import ProgressFn, Record, Verdict
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
+from framekit.engine.mapping import MappingValue
 from framekit.engine.planner import LimiterFor, run
 from framekit.engine.prepare import (
-    MappingValue,
     Prepared,
-    ProgressFn,
-    Record,
     prepare,
     prepare_one,
 )
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluators.base import Evaluator, Verdict, check_evaluators
+from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.cascade import Cascade
-from framekit.judges.judge import JudgeLike
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 OnError = Literal["record", "raise"]
 #: How the warning of a run whose every evaluation failed begins.
@@ -79,11 +77,19 @@ def _result_series(share: Prepared, details: bool) -> list[pl.Series]:
             col("cost_usd", [r.cost_usd for r in records]),
             col("cached", [r.cached for r in records]),
             col("latency_s", [r.latency_s for r in records]),
-            col("judge", [_decided_by(share, r) for r in records]),
+            _masked(col("judge", [_decided_by(share, r) for r in records])),
         ]
         if ev.has_details:
             out.append(col("details", [_json(r.details) for r in records]))
     return out
+
+
+def _masked(models: pl.Series) -> pl.Series:
+    """The ``_judge`` column with a key given as the model string masked (a few distinct
+    values: each is looked at once)."""
+    shown = {m: _secrets.mask_keys(m) for m in models.drop_nulls().unique().to_list()}
+    changed = {m: s for m, s in shown.items() if s != m}
+    return models.replace(changed) if changed else models
 
 
 def _json(value: dict[str, Any] | None) -> str | None:
@@ -203,19 +209,21 @@ async def evaluate_with_stats(
         stats.elapsed_s = time.perf_counter() - started
         note_interrupted(
             "framekit: run interrupted. "
-            + _kept(resolved_cache, resolved_cache.saved - saved_before, always=True)
+            + kept_answers(resolved_cache, resolved_cache.saved - saved_before, always=True)
         )
         raise
     except JudgeError as exc:
         # The run stops (a rejected key, an unreachable endpoint, a missing offline
         # model): say what was kept.
-        kept = _kept(resolved_cache, resolved_cache.saved - saved_before)
+        kept = kept_answers(resolved_cache, resolved_cache.saved - saved_before)
         if kept:
             exc.args = (f"{exc} {kept}",)
         raise exc from None
     finally:
         if bar is not None:
             bar.close()
+    # Said in the summary and fk.last_run(), not only at the end of each explanation.
+    stats.cut_to_fit = sum(r.weight for share in prepared for r in share.records if r.note)
     # Typed even for an empty frame.
     appended = pl.DataFrame([s for share in prepared for s in _result_series(share, details)])
     result = base.hstack(appended)
@@ -242,8 +250,8 @@ def warn_if_all_failed(stats: RunStats) -> None:
         )
 
 
-def _kept(cache: Cache, saved: int, always: bool = False) -> str:
-    """What an early stop kept: the answers already written to the cache."""
+def kept_answers(cache: Cache, saved: int, always: bool = False) -> str:
+    """What an early stop kept: the ``saved`` answers already written to the cache."""
     if not cache.enabled:
         return "Caching is off, so no answer of this run was kept." if always else ""
     if saved == 0 and not always:
@@ -366,7 +374,7 @@ async def ascore_record(
     r = share.records[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)
     metadata: dict[str, Any] = {
-        "judge": r.judge if isinstance(resolved, Cascade) else resolved.model,
+        "judge": r.judge if isinstance(resolved, Cascade) else _secrets.mask_keys(resolved.model),
         "template_version": evaluator.version,
         "tokens": r.tokens,
         "cost_usd": r.cost_usd,

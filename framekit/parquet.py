@@ -16,11 +16,11 @@ from typing import Any
 from framekit._aio import run_sync
 from framekit._errors import InputError
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluate import OnError
 from framekit.evaluators.base import Evaluator
 from framekit.io import ParquetOptions, ParquetRun, SourceLike, run_parquet, run_sql
-from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeLike
 
 
 def evaluate_parquet(

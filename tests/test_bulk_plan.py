@@ -14,7 +14,7 @@ import json
 import polars as pl
 
 from framekit.engine.keys import chat_key
-from framekit.engine.prepare import distinct_records
+from framekit.engine.records import distinct_records
 from framekit.judges.request import ChatRequest
 
 SCHEMA = {"type": "object", "properties": {"label": {"type": "string"}}}

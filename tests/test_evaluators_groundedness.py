@@ -50,7 +50,9 @@ def test_supported_and_unsupported_claims_are_counted_into_the_score(
     lines = s.explanation.splitlines()
     assert lines[0].startswith(f"{pattern.count('y')} of {len(pattern)} claim")
     assert sum(line.startswith("- unsupported") for line in lines) == pattern.count("n")
-    assert "- supported (document 1): Claim 1 of the answer." in lines or pattern[0] == "n"
+    assert any(
+        line.startswith("- supported (document 1): Claim 1 of the answer") for line in lines
+    ) or (pattern[0] == "n")
     assert judge_simulator.stats()["chat"] == 1
 
 

@@ -227,51 +227,60 @@ def test_the_contract_ignores_no_import() -> None:
 
 
 def _private_access(path: Path, tree: Path = ROOT) -> list[str]:
-    """``obj._name`` reads and writes in ``path`` where ``_name`` is not this module's own:
-    not ``self._x``/``cls._x``/``super()._x``, not a name the module defines (a function,
-    a class, a variable, an attribute it sets on ``self``), not a dunder."""
+    """``obj._name`` reads and writes in ``path`` where ``obj`` is another object: not
+    ``self._x``/``cls._x``/``super()._x``, not a dunder, and not inside a class that has
+    ``_name`` itself (a method, a class attribute, an attribute it sets on ``self``: a
+    class may read its own kind's attributes on another instance). A function outside
+    the class reaching into its instances (``judge._assemble(values)``) is found."""
     import ast
 
-    tree_ = ast.parse(path.read_text(), str(path))
-    own: set[str] = set()
-    for node in ast.walk(tree_):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            own.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            own.add(node.id)
-        elif (
-            isinstance(node, ast.Attribute)
-            and isinstance(node.ctx, ast.Store)
-            and isinstance(node.value, ast.Name)
-            and node.value.id in ("self", "cls")
-        ):
-            own.add(node.attr)
+    def own_names(cls: ast.ClassDef) -> set[str]:
+        names: set[str] = set()
+        for node in ast.walk(cls):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(node.name)
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.ctx, ast.Store)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in ("self", "cls")
+            ):
+                names.add(node.attr)
+        for stmt in cls.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+                names.add(stmt.target.id)
+            elif isinstance(stmt, ast.Assign):
+                names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+        return names
+
     found: list[tuple[int, str]] = []
-    for node in ast.walk(tree_):
-        if not isinstance(node, ast.Attribute) or not node.attr.startswith("_"):
-            continue
-        if node.attr.startswith("__") and node.attr.endswith("__"):
-            continue
-        base = node.value
-        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
-            continue
-        if isinstance(base, ast.Call) and getattr(base.func, "id", None) == "super":
-            continue
-        if node.attr not in own:
-            found.append((node.lineno, ast.unparse(node)))
+
+    def visit(node: ast.AST, own: frozenset[str]) -> None:
+        if isinstance(node, ast.ClassDef):
+            own = own | own_names(node)
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not (node.attr.startswith("__") and node.attr.endswith("__"))
+            and node.attr not in own
+        ):
+            base = node.value
+            mine = isinstance(base, ast.Name) and base.id in ("self", "cls")
+            if not mine and not (
+                isinstance(base, ast.Call) and getattr(base.func, "id", None) == "super"
+            ):
+                found.append((node.lineno, ast.unparse(node)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, own)
+
+    visit(ast.parse(path.read_text(), str(path)), frozenset())
     return [f"{path.relative_to(tree)}:{line}: {text}" for line, text in sorted(found)]
 
 
 #: Private attributes of other libraries that framekit reaches for on purpose.
 FOREIGN_PRIVATE = {
-    # litellm's logging worker registers this at exit; the module that gives litellm one
-    # worker per event loop unregisters it for the workers of closed loops.
-    "framekit/judges/litellm/loops.py": {"_flush_on_exit"},
     # The SmolLM2 server's child leaves without running the destructor that once hung.
     "framekit/testing/llama_server.py": {"_exit"},
-    # llama-cpp-python (pinned 0.3.36) computes logits per batch when this is set; the
-    # likelihood scorer turns it off for the shared prompt, whose logits it never reads.
-    "framekit/judges/local/likelihood.py": {"_logits_all"},
 }
 
 
@@ -302,6 +311,32 @@ def test_a_judges_key_read_in_another_module_is_found(tmp_path: Path) -> None:
     assert _private_access(module, tmp_path) == [
         "framekit/transport.py:2: judge._api_key",
         "framekit/transport.py:4: judge._limiter",
+    ]
+
+
+def test_a_function_reaching_into_its_modules_own_class_is_found(tmp_path: Path) -> None:
+    # The class may assemble itself; a function beside it may not do it for the class.
+    module = tmp_path / "framekit" / "judge.py"
+    module.parent.mkdir()
+    module.write_text(
+        "class Judge:\n"
+        "    def _assemble(self, values):\n"
+        "        self._values = values\n"
+        "    def same(self, other):\n"
+        "        return other._values == self._values\n"
+        "def restore(values):\n"
+        "    judge = object.__new__(Judge)\n"
+        "    judge._assemble(values)\n"
+        "    return judge\n"
+        "def relay(server):\n"
+        "    class Front:\n"
+        "        def post(self):\n"
+        "            return server._forward()\n"
+        "    return Front\n"
+    )
+    assert _private_access(module, tmp_path) == [
+        "framekit/judge.py:8: judge._assemble",
+        "framekit/judge.py:13: server._forward",
     ]
 
 
@@ -372,3 +407,105 @@ def test_the_engine_imports_no_http_or_llm_client_library(tree_copy: Path) -> No
         "def post():\n    import aiohttp.client\n    return aiohttp.client\n"
     )
     assert _client_imports(tree_copy) == ["framekit/engine/leak.py:2: aiohttp.client"]
+
+
+# -- no import circle, counting the imports made only for type checking ------------------
+
+
+def _import_circles(tree: Path) -> list[list[str]]:
+    """The import circles among the modules of ``tree``/framekit: every import counts,
+    those inside functions and behind ``if TYPE_CHECKING:`` too (a type that points back
+    up is a circle the reader follows, even where the interpreter does not). Each circle
+    is a sorted list of modules (a strongly connected component of the import graph)."""
+    import ast
+
+    modules: dict[str, tuple[Path, bool]] = {}
+    for path in sorted((tree / "framekit").rglob("*.py")):
+        parts = list(path.relative_to(tree).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = (path, path.name == "__init__.py")
+
+    def module_of(name: str) -> str | None:
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in modules}
+    for module, (path, package) in modules.items():
+        here = module if package else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                source = node.module or ""
+                if node.level:
+                    base = here
+                    for _ in range(node.level - 1):
+                        base = base.rpartition(".")[0]
+                    source = f"{base}.{source}" if source else base
+                # `from pkg import name`: the submodule pkg.name if it is one, else pkg.
+                targets = [f"{source}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            for target in targets:
+                found = module_of(target) if target.startswith("framekit") else None
+                if found and found != module:
+                    graph[module].add(found)
+
+    # Tarjan's strongly connected components, iteratively (no recursion limit to meet).
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return sorted(circles)
+
+
+def test_no_import_circle_even_through_type_checking_imports() -> None:
+    assert _import_circles(ROOT) == [], "a module imports one that imports it back"
+
+
+def test_a_circle_closed_by_a_type_checking_import_is_found(tree_copy: Path) -> None:
+    # The errors naming an engine type for the type checker only: still a circle (the
+    # planner raises the errors).
+    _add_line(
+        tree_copy / "framekit" / "_errors.py",
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from framekit.engine.planner import ChatPlan",
+    )
+    circles = _import_circles(tree_copy)
+    assert len(circles) == 1
+    assert {"framekit._errors", "framekit.engine.planner"} <= set(circles[0])

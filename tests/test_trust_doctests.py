@@ -18,6 +18,7 @@ MODULES = [
     "framekit.analysis._outcome",
     "framekit.analysis.gate",
     "framekit.cli.gate",
+    "framekit.engine.context_window",
     "framekit.engine.prepare",
     "framekit.engine.sampling",
     "framekit.engine.stats",

@@ -18,10 +18,29 @@ unbiased however wrong the judge is; lambda weighs the judge by how well it trac
 (0: the classical estimate from the labels alone; 1: plain PPI). The formulas are those
 of ``ppi-python`` (``ppi_mean_ci`` with ``lam=None``), which the tests match to 1e-9; it
 is not a dependency (it brings numba, statsmodels and scikit-learn for these few lines).
+
+At the boundary, :func:`estimate` reads these intervals with two rules for values in
+[0, 1] (pass rates, rubric scores, booleans; not other numbers):
+
+- an interval is clipped to [0, 1], the only values the mean can take;
+- an interval of zero width becomes Wilson's score interval for the mean (see
+  :func:`wilson_interval`) with ``n`` the rows behind it (the labelled ones for PPI). A
+  zero width comes from a sample with no spread (50 labels all "Completely Yes"): its
+  variance, 0, is an estimate, and not one to build an interval on. Then lambda is 0 (no
+  covariance), so PPI is the classical mean of the labels, and Wilson's interval is the
+  one a statistician would give for that proportion: 50 of 50 gives [0.929, 1.0], where
+  the normal interval gives [1.0, 1.0]. It holds for any variable in [0, 1], not only
+  0/1 ones, because such a variable's variance is at most ``mean * (1 - mean)`` (the
+  Bhatia-Davis bound), the variance Wilson's interval assumes.
+
+Other numbers with no spread keep their zero-width interval and a warning saying so.
+Infinite human values are refused (:class:`framekit.InputError` naming the rows): a mean
+over them is not a number.
 """
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping
 from statistics import NormalDist
@@ -36,7 +55,7 @@ from framekit._frames import to_polars
 from framekit.analysis import _outcome as outcome
 from framekit.analysis._rubric import check_labels, is_label_dtype, pass_mark, rubric_of
 
-__all__ = ["MIN_LABELLED", "classical_mean", "estimate", "ppi_mean"]
+__all__ = ["MIN_LABELLED", "classical_mean", "estimate", "ppi_mean", "wilson_interval"]
 
 #: Fewer labelled rows than this give no interval: a normal interval from a handful of
 #: rows would claim a precision it does not have.
@@ -112,6 +131,27 @@ def classical_mean(y: Any, confidence: float = 0.95) -> tuple[np.ndarray, np.nda
     point = y.mean(-1)
     low, high = _interval(point, y.std(-1) / np.sqrt(y.shape[-1]), confidence)
     return np.asarray(point)[()], low, high
+
+
+def wilson_interval(mean: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson's score interval for a mean of ``n`` values in [0, 1].
+
+    The interval of every ``p`` that a score test at this level would not reject, with
+    the variance ``p * (1 - p)``: never of zero width, never outside [0, 1]. For a 0/1
+    variable it is the usual Wilson interval of a proportion; for another variable in
+    [0, 1] it is conservative (its variance is at most ``mean * (1 - mean)``).
+
+    Examples
+    --------
+    >>> low, high = wilson_interval(1.0, 50)
+    >>> round(low, 4), high
+    (0.9287, 1.0)
+    """
+    z = _z(confidence)
+    z2n = z * z / n
+    centre = (mean + z2n / 2.0) / (1.0 + z2n)
+    half = z / (1.0 + z2n) * math.sqrt(mean * (1.0 - mean) / n + z2n / (4.0 * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def _interval(point: Any, se: Any, confidence: float) -> tuple[np.ndarray, np.ndarray]:
@@ -239,6 +279,8 @@ def _methods(
     part: pl.DataFrame, confidence: float, grouped: bool, key: Any, human: str
 ) -> list[dict[str, Any]]:
     y_all = part["y"].drop_nulls().to_numpy()
+    # Pass rates, rubric scores and judge scores lie in [0, 1]: the boundary rules apply.
+    unit = bool(((y_all >= 0.0) & (y_all <= 1.0)).all())
     paired = part.filter(pl.col("y").is_not_null() & pl.col("f").is_not_null())
     y, f = paired["y"].to_numpy(), paired["f"].to_numpy()
     u = part.filter(pl.col("y").is_null())["f"].drop_nulls().to_numpy()
@@ -258,11 +300,35 @@ def _methods(
         rows.append(_row("classical", None, len(y_all), len(y_all)))
     else:
         point, low, high, lam = ppi_mean(y, f, u, confidence)
-        rows.append(_row("ppi", (point, low, high), len(y), len(y) + len(u), float(lam)))
-        rows.append(_row("classical", classical_mean(y_all, confidence), len(y_all), len(y_all)))
-    judge = classical_mean(judged, confidence) if len(judged) else None
+        ppi = _bounded((point, low, high), len(y), confidence, unit, human)
+        rows.append(_row("ppi", ppi, len(y), len(y) + len(u), float(lam)))
+        classical = _bounded(classical_mean(y_all, confidence), len(y_all), confidence, unit, human)
+        rows.append(_row("classical", classical, len(y_all), len(y_all)))
+    judge = (
+        _bounded(classical_mean(judged, confidence), len(judged), confidence, True, "the judge")
+        if len(judged)
+        else None
+    )
     rows.append(_row("judge_only", judge, 0, len(judged)))
     return rows
+
+
+def _bounded(
+    figures: Any, n: int, confidence: float, unit: bool, whose: str
+) -> tuple[float, float, float]:
+    """An interval read with the boundary rules of the module docstring: for values in
+    [0, 1], clipped to [0, 1], and Wilson's interval where it has zero width."""
+    point, low, high = (float(v) for v in figures)
+    if high > low:
+        return (point, max(low, 0.0), min(high, 1.0)) if unit else (point, low, high)
+    if unit:
+        return (point, *wilson_interval(point, n, confidence))
+    warnings.warn(
+        f"the {n} values of {whose!r} behind this estimate are all {point:g}: with no "
+        "spread its interval has zero width; read it as a point, or label more rows",
+        stacklevel=4,
+    )
+    return point, low, high
 
 
 def _row(
@@ -325,6 +391,17 @@ def _human_values(
             f"human column {human!r} holds {dtype}: give labels, booleans, 0/1 or numbers"
         )
     value = column.cast(pl.Float64).fill_nan(None)
+    infinite = value.is_infinite().fill_null(False)
+    if infinite.any():
+        rows = infinite.arg_true().to_list()
+        shown = ", ".join(str(r) for r in rows[:5]) + (
+            f" (+{len(rows) - 5} more)" if len(rows) > 5 else ""
+        )
+        raise InputError(
+            f"human column {human!r} holds infinite values at row{'s' if len(rows) > 1 else ''} "
+            f"{shown}; a {statistic.replace('_', ' ')} needs finite numbers (null for a row "
+            "not labelled)"
+        )
     if statistic == "pass_rate":
         bad = value.is_not_null() & ~value.is_in([0.0, 1.0])
         if bad.any():

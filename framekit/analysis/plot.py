@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 
 from framekit._dependencies import import_optional
+from framekit._paths import check_regular_or_new
 from framekit.analysis import _inputs
 from framekit.analysis._table import terminal_safe
 from framekit.analysis.summary import summarize
@@ -227,6 +228,7 @@ def save(fig: Figure, path: str | Path, *, dpi: int = 100) -> Path:
     b'\\x89PNG'
     """
     target = Path(path)
+    check_regular_or_new(target, "path")
     fig.savefig(target, dpi=dpi)
     return target
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from framekit import _provenance
+from framekit._paths import check_regular_or_new
 from framekit.analysis._inputs import FrameLike, resolve_evaluators, to_polars
 from framekit.analysis._report_rows import rows_section
 from framekit.analysis._report_side_by_side import side_by_side_section
@@ -251,6 +252,7 @@ def write_html_report(
     ...     "<table>" in out.read_text()
     True
     """
+    check_regular_or_new(path, "path")  # before the work, and a FIFO would block the write
     frame = to_polars(scored)
     names = resolve_evaluators(frame, evaluators)
     toc = [("provenance", "What made these scores"), ("summary", "Summary")]

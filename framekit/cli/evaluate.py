@@ -13,15 +13,17 @@ import warnings
 from typing import Any
 
 from framekit._errors import InputError
-from framekit._paths import check_writable
 from framekit.cli.options import (
     ENV_HELP,
+    STDOUT,
     builtin_names,
     cache_of,
+    check_output,
     command,
     evaluators_of,
     judge_of,
     mapping_of,
+    output_file,
     positive_float,
     positive_int,
 )
@@ -54,7 +56,12 @@ def add_parser(sub: Any) -> None:
         nargs="*",
         help="Parquet files, globs or directories (same columns); the view 'input' in --sql",
     )
-    ev.add_argument("-o", "--output", help="destination Parquet file (replaced if it exists)")
+    ev.add_argument(
+        "-o",
+        "--output",
+        help="destination Parquet file (replaced if it exists; a FIFO or device is "
+        "refused); '-' writes it to standard output (not resumable)",
+    )
     ev.add_argument(
         "-e",
         "--evaluators",
@@ -188,7 +195,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_failures is not None and args.max_failures < 0:
         raise InputError("--max-failures must be >= 0")
     if args.output is not None and not args.dry_run:
-        check_writable(args.output, "-o", missing_dirs=True)  # before any paid work
+        check_output(args.output, no_wait=args.no_wait)  # before any paid work
     evaluators = evaluators_of(args.evaluators or [])
     mapping = mapping_of(args.map)
     judge = judge_of(args)
@@ -222,12 +229,12 @@ def run(args: argparse.Namespace) -> int:
 
     # Ray's settings go only where asked for (framekit.ray.evaluate_parquet takes them).
     on_ray = {"engine": "ray", "address": args.address, "workers": args.workers}
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), output_file(args.output) as destination:
         # The library warns when every evaluation failed; here the exit code says it.
         warnings.filterwarnings("ignore", message=re.escape(ALL_FAILED), category=RuntimeWarning)
         run = evaluate_parquet(
             source,
-            args.output,
+            destination,
             evaluators,
             mapping,
             judge=judge,
@@ -240,18 +247,19 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.quiet:
         print(run.summary(), file=sys.stderr)
+    shown = "the output on standard output" if args.output == STDOUT else run.destination
     if run.rows and run.failed_rows == run.rows and args.max_failures is None:
         # Nothing usable came out: CI must not read this run as a success.
         print(
             f"framekit: every row failed; first error: {run.stats.first_error}; "
-            f"see the *_error columns of {run.destination}",
+            f"see the *_error columns of {shown}",
             file=sys.stderr,
         )
         return 1
     if args.max_failures is not None and run.failed_rows > args.max_failures:
         print(
             f"framekit: {run.failed_rows} rows failed, more than --max-failures "
-            f"{args.max_failures}; see the *_error columns of {run.destination}",
+            f"{args.max_failures}; see the *_error columns of {shown}",
             file=sys.stderr,
         )
         return 1

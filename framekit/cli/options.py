@@ -8,12 +8,21 @@ The API key is never a flag (it would land in the shell history): the judge read
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
+import shutil
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
-from framekit._errors import InputError
+from framekit._errors import InputError, RunInterrupted
+from framekit._paths import check_writable
+
+#: ``-o -``: the Parquet file goes to standard output.
+STDOUT = "-"
 
 ENV_HELP = """\
 environment:
@@ -22,6 +31,59 @@ environment:
   FRAMEKIT_API_BASE   default --api-base
   FRAMEKIT_CACHE_DIR  default cache directory (else ~/.cache/framekit)
 """
+
+
+def check_output(output: str, *, no_wait: bool = False) -> None:
+    """Refuse an ``-o`` that cannot be written, before any paid work (one line, exit 2).
+
+    ``-o -`` is standard output: refused when it is a terminal (Parquet is binary) and
+    with ``--no-wait``, whose answers are collected by running the command again into
+    the file it names (a stream has none to come back to).
+    """
+    if output != STDOUT:
+        check_writable(output, "-o", missing_dirs=True)
+        return
+    if no_wait:
+        raise InputError(
+            "-o - with --no-wait: the batch is collected by running the command again, "
+            "and a stream has no file to collect into; give -o FILE"
+        )
+    if sys.stdout.isatty():
+        raise InputError(
+            "-o -: standard output is a terminal and Parquet is binary; pipe it into a "
+            "reader or redirect it to a file"
+        )
+
+
+@contextlib.contextmanager
+def output_file(output: str) -> Iterator[Path]:
+    """The path a command writes its Parquet file to: ``output`` itself, or for ``-o -``
+    a temporary file whose bytes (the run record in the footer included) go to standard
+    output once the block has finished.
+
+    The run writes a file first because a Parquet footer comes last and the run is
+    assembled from finished slices. So ``-o -`` cannot resume: an interrupted run keeps
+    its answers in the cache (the re-run does not pay for them again) but not its
+    finished slices. While the block runs, anything printed goes to standard error, so
+    that standard output carries the file and nothing else.
+    """
+    if output != STDOUT:
+        yield Path(output)
+        return
+    with tempfile.TemporaryDirectory(prefix="framekit-stdout-") as tmp:
+        path = Path(tmp) / "stdout.parquet"
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                yield path
+        except RunInterrupted as exc:  # its finished slices leave with the directory
+            said = re.sub(r"\S+ of \S+ slices are finished and kept in \S+; ", "", str(exc))
+            raise RunInterrupted(f"{said} (with -o -, finished slices are not kept)") from None
+        with path.open("rb") as written:
+            shutil.copyfileobj(written, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        # The run's summary named the temporary file: say where the bytes went.
+        size = path.stat().st_size
+        print(f"framekit: {size:,} bytes of Parquet written to standard output", file=sys.stderr)
 
 
 def mapping_of(values: Sequence[str] | None) -> dict[str, str] | None:

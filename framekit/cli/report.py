@@ -85,7 +85,7 @@ def read_scored(
     from framekit import _result_columns as contract
     from framekit.analysis._inputs import READ_KINDS
     from framekit.analysis._report_rows import context_columns
-    from framekit.io._sources import _schema_of
+    from framekit.io._sources import _schema_of, collect_text
 
     files = io.resolve_sources(path)
     schema = _schema_of(files)
@@ -104,7 +104,8 @@ def read_scored(
     wanted = set(extra) | {contract.column(n, k) for n in names for k in kinds}
     if context:
         wanted |= set(context_columns(list(schema), record))
-    frame = io.scan_sources(files).select([c for c in schema if c in wanted]).collect()
+    columns = [c for c in schema if c in wanted]
+    frame = collect_text(io.scan_sources(files).select(columns), files)
     return frame, record, names
 
 

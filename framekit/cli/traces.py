@@ -9,7 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from framekit._errors import InputError
-from framekit.cli.options import cache_of, command, evaluators_of, judge_of, mapping_of
+from framekit.cli.options import (
+    STDOUT,
+    cache_of,
+    check_output,
+    command,
+    evaluators_of,
+    judge_of,
+    mapping_of,
+    output_file,
+)
 
 _EXPORT_EXAMPLES = """\
 examples:
@@ -46,6 +55,7 @@ def run_traces(args: argparse.Namespace) -> int:
         raise InputError("give the destination with -o OUT")
     if args.dry_run:
         raise InputError("--dry-run plans Parquet inputs; it does not take --traces yet")
+    check_output(args.output, no_wait=args.no_wait)  # before any paid work
     evaluators = evaluators_of(args.evaluators or [])
     try:
         table = fk.traces.load(args.traces, level=args.level)
@@ -61,13 +71,14 @@ def run_traces(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         details=args.details,
     )
-    out = Path(args.output)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_name(out.name + ".partial")
-    scored.write_parquet(partial)
-    os.replace(partial, out)  # never a half-written destination
+    with output_file(args.output) as out:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        partial = out.with_name(out.name + ".partial")
+        scored.write_parquet(partial)
+        os.replace(partial, out)  # never a half-written destination
     failed = sum(int(scored[f"{e.name}_error"].is_not_null().sum()) for e in evaluators)
-    print(f"framekit: wrote {out} ({scored.height} rows)", file=sys.stderr)
+    shown = "standard output" if args.output == STDOUT else args.output
+    print(f"framekit: wrote {shown} ({scored.height} rows)", file=sys.stderr)
     if args.max_failures is not None and failed > args.max_failures:
         print(f"framekit: {failed} failed results, more than --max-failures", file=sys.stderr)
         return 1

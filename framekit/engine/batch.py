@@ -28,9 +28,10 @@ from typing import Any
 from framekit import _secrets
 from framekit._errors import BatchPending, FaultRaised, JudgeError
 from framekit._progress import BatchBar
+from framekit._results import Outcome
 from framekit.engine.batch_manifest import Manifest, ManifestStore
 from framekit.engine.cache import Cache
-from framekit.engine.executor import ChatExecutor, Executor, Outcome, Sink
+from framekit.engine.executor import ChatExecutor, Executor, Sink
 from framekit.engine.limiter import Limiter
 from framekit.engine.stats import RunStats
 from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_for, list_priced

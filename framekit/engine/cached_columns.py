@@ -22,9 +22,10 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from framekit._results import Answered, ProgressFn
 from framekit.engine.cache import Cache
 from framekit.engine.keys import RenderedKeys, chat_prefix, template_keys
-from framekit.engine.prepare import Answered, Prepared, ProgressFn
+from framekit.engine.prepare import Prepared
 from framekit.judges.judge import Judge
 from framekit.judges.request import answer_text
 

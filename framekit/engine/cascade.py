@@ -23,7 +23,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from framekit.engine.prepare import Prepared, ProgressFn, Record
+from framekit._results import ProgressFn, Record
+from framekit.engine.prepare import Prepared
 from framekit.engine.stats import RunStats, add_stages
 from framekit.judges.cascade import Cascade, escalates
 
@@ -125,7 +126,7 @@ class _Route:
         name = self.cascade.stage_names[k]
         last = k == len(judges) - 1
         still_open = []
-        decided = 0
+        decided = failed = 0
         cost: float | None = None
         for record, copy in zip(self.open, self.copies, strict=True):
             _add_costs(record, copy)
@@ -135,6 +136,7 @@ class _Route:
                 _decide(record, copy, name)
                 record.report(report)
                 decided += record.weight
+                failed += record.weight if copy.error is not None else 0
             else:
                 still_open.append(record)
         self.summaries.append(
@@ -145,6 +147,7 @@ class _Route:
                 "escalate_below": None if last else below[k],
                 "rows": sum(c.weight for c in self.copies),
                 "rows_decided": decided,
+                "rows_failed": failed,  # of those decided: errors at the last stage
                 "requests": stage_stats.requests_sent,
                 "cache_hits": stage_stats.cache_hits,
                 "cost_usd": cost,

@@ -32,17 +32,18 @@ from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.limiter import RateLimiter
+from framekit.engine.mapping import MappingValue
 from framekit.engine.planner import ChatPlan
-from framekit.engine.prepare import MappingValue, Prepared, prepare
+from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.batch import list_priced
 from framekit.judges.cascade import Cascade
-from framekit.judges.judge import Judge, JudgeLike
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import cost
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
@@ -252,7 +253,7 @@ def plan_requests(
                     for sub in subs:
                         chats[sub] = entry
         for share in (s for shares, _ in units for s in shares):
-            if isinstance(share.judge, LocalJudge):
+            if share.judge.embeds_locally:  # the offline judge: texts, not requests
                 read = share.scores_likelihood
                 for record in share.pending():
                     assert record.fields is not None
@@ -289,16 +290,12 @@ def plan_requests(
     plan.by_evaluator.update({name: round(n) for name, n in expected.items()})
     plan.requests = sum(plan.by_evaluator.values())
     plan.min_seconds = _min_seconds([chats[k][1] for k in keys if k not in hits])
-    judges = [
-        stage
-        for j in judge_for.judges.values()
-        for stage in (j.judges if isinstance(j, Cascade) else (j,))
-    ]
+    judges = [stage for j in judge_for.judges.values() for stage in j.stages()]
     plan.local_texts = _uncached_texts(list(texts), judges, store)
     plan.likelihood_texts = len(likelihood_keys) - len(_present(store, list(likelihood_keys)))
     plan.local_cached = len(texts) - plan.local_texts
     plan.judges = sorted({j.model for j in judges})
-    plan.local_judge = any(isinstance(j, LocalJudge) for j in judges)
+    plan.local_judge = any(j.embeds_locally for j in judges)
     if plan.requests:
         problems = (j.configuration_problem() for j in judges if isinstance(j, Judge))
         plan.warnings = sorted({p for p in problems if p})

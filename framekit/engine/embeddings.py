@@ -13,7 +13,6 @@ import asyncio
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Protocol
 
 import numpy as np
 
@@ -23,34 +22,17 @@ from framekit._errors import (
     RecordError,
     one_line,
 )
+from framekit._results import Record, Verdict
 from framekit._score import passes
 from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import Prepared, Record
+from framekit.engine.prepare import Prepared
 from framekit.engine.stats import RunStats
-from framekit.evaluators.base import Verdict
-from framekit.judges.faults import Fault, raise_for_run
+from framekit.judges.faults import raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.local.confidence import moved_to_prior
-
-
-class EmbeddingBackend(Protocol):
-    """Something that embeds a batch of texts into unit vectors."""
-
-    @property
-    def model_id(self) -> str: ...
-
-    @property
-    def batch_size(self) -> int: ...
-
-    async def prepare(self) -> None:
-        """Get ready (load a model) before a run pays for answers that will need it."""
-
-    async def embed(self, texts: list[str]) -> np.ndarray: ...
-
-    def classify(self, exc: BaseException) -> Fault | None:
-        """What a failed :meth:`embed` means (``None``: not a call that may pass)."""
+from framekit.judges.transport import EmbeddingBackend
 
 
 def embedding_key(model_id: str, text: str) -> str:

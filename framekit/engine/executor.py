@@ -44,6 +44,7 @@ from typing import Any
 
 from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
+from framekit._results import Outcome
 from framekit.engine.cache import Cache, GroupWriter, NullCache
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.sampling import sample_key, vote
@@ -72,49 +73,6 @@ def outage_budget(max_retries: int) -> float:
     63.5 s at the default of 6 retries (a 30-second 503 storm passes), 7.5 s at 3.
     """
     return 0.5 * (2 ** (max_retries + 1) - 1)
-
-
-@dataclass
-class Outcome:
-    """The result of one unique request: its answer or its error, and what it cost.
-
-    ``probabilities`` are the rubric labels' probabilities read from the answer's token
-    logprobs (``None``: the judge gave none); they are cached with the answer, so a
-    cached re-run has the same confidence.
-    """
-
-    answer: dict[str, Any] | None
-    error: str | None
-    tokens: int = 0
-    cost_usd: float | None = None
-    latency_s: float | None = None
-    cached: bool = False
-    probabilities: dict[str, float] | None = None
-
-    @classmethod
-    def from_entry(cls, entry: Any) -> Outcome | None:
-        """The outcome of a request answered from the cache (free, instant): the one
-        place a cached outcome is made, for the planner's lookup, the executor's look
-        just before sending, and another run's answer to the same request. ``None`` for
-        an entry that is not one of ours (a foreign value under the key): a miss."""
-        if not isinstance(entry, dict) or not isinstance(entry.get("answer"), dict):
-            return None
-        return cls(
-            entry["answer"],
-            None,
-            entry.get("tokens", 0),
-            entry.get("cost_usd"),
-            0.0,
-            True,
-            entry.get("probabilities"),
-        )
-
-    def entry(self) -> dict[str, Any]:
-        """What the cache keeps of an answered request."""
-        kept = {"answer": self.answer, "tokens": self.tokens, "cost_usd": self.cost_usd}
-        if self.probabilities is not None:
-            kept["probabilities"] = self.probabilities
-        return kept
 
 
 @dataclass

@@ -19,9 +19,10 @@ from typing import cast
 
 from framekit import _progress
 from framekit._errors import FramekitError, RecordError, one_line
+from framekit._results import Record
 from framekit._secrets import redact, registered
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import Prepared, Record
+from framekit.engine.prepare import Prepared
 from framekit.engine.stats import RunStats
 from framekit.judges.local import LocalJudge
 from framekit.judges.local.likelihood import (

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from framekit._errors import RecordError
+from framekit._results import Outcome, ProgressFn, Record
 from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache
 from framekit.engine.cached_columns import (
@@ -37,14 +38,12 @@ from framekit.engine.cached_columns import (
 )
 from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
-from framekit.engine.executor import ChatExecutor, Outcome
+from framekit.engine.executor import ChatExecutor
 from framekit.engine.keys import chat_key, chat_prefix, template_keys
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import (
     Prepared,
-    ProgressFn,
-    Record,
     bulk,
     prepare_waiting,
     ready,

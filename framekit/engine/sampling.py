@@ -14,12 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from framekit._results import Outcome
 from framekit.judges.request import ChatRequest
-
-if TYPE_CHECKING:  # the executor sends the samples and calls vote()
-    from framekit.engine.executor import Outcome
 
 
 def sample_key(key: str, index: int) -> str:
@@ -44,7 +41,7 @@ def vote(request: ChatRequest, samples: Sequence[Outcome]) -> Outcome:
 
     Examples
     --------
-    >>> from framekit.engine.executor import Outcome
+    >>> from framekit._results import Outcome
     >>> request = ChatRequest([], "r", {}, choices=("yes", "no"))
     >>> votes = [Outcome({"label": lb}, None) for lb in ("yes", "no", "yes", "yes")]
     >>> outcome = vote(request, votes)

@@ -31,6 +31,9 @@ class RunStats:
     embeddings_computed: int = 0
     #: Texts the offline likelihood scorer read (the ``lm`` extra; cache misses only).
     likelihoods_computed: int = 0
+    #: Evaluations whose text was cut to fit the judge's context window (their
+    #: explanation ends with a note saying what was cut).
+    cut_to_fit: int = 0
     #: Requests on the wire right now (the progress display reads it live).
     sending: int = 0
     elapsed_s: float = 0.0
@@ -75,6 +78,7 @@ class RunStats:
             line += f" (via {', '.join(self.transports)})"
         if self.batch_requests:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
+        line += cut_note(self.cut_to_fit)
         said = describe_confidence(self.confidence)
         if said:
             line += f"\nframekit: {said}"
@@ -103,10 +107,24 @@ def add_stages(total: list[dict[str, Any]], part: list[dict[str, Any]]) -> None:
         if same is None:
             total.append(dict(entry))
             continue
-        for name in ("rows", "rows_decided", "requests", "cache_hits"):
+        for name in ("rows", "rows_decided", "rows_failed", "requests", "cache_hits"):
             same[name] = same.get(name, 0) + entry.get(name, 0)
         if entry.get("cost_usd") is not None:
             same["cost_usd"] = (same.get("cost_usd") or 0.0) + entry["cost_usd"]
+
+
+def cut_note(cut: int) -> str:
+    """What a summary line says of evaluations cut to fit the context window.
+
+    Examples
+    --------
+    >>> cut_note(2)
+    "; 2 evaluations had their text cut to fit the judge's context window"
+    """
+    if not cut:
+        return ""
+    evaluations = f"{cut} evaluation{'' if cut == 1 else 's'}"
+    return f"; {evaluations} had their text cut to fit the judge's context window"
 
 
 def cascade_lines(stages: list[dict[str, Any]]) -> list[str]:
@@ -118,17 +136,20 @@ def cascade_lines(stages: list[dict[str, Any]]) -> list[str]:
     ...     {"evaluator": "rel", "stage": 1, "judge": "local/m", "rows": 10, "rows_decided": 7,
     ...      "requests": 0, "cost_usd": None},
     ...     {"evaluator": "rel", "stage": 2, "judge": "openai/big", "rows": 3, "rows_decided": 3,
-    ...      "requests": 3, "cost_usd": 0.0012}])[0])
-    framekit: cascade rel: local/m decided 7 of 10 rows (0 requests); openai/big decided 3 of 3 rows (3 requests, $0.0012)
+    ...      "rows_failed": 1, "requests": 3, "cost_usd": 0.0012}])[0])
+    framekit: cascade rel: local/m decided 7 of 10 rows (0 requests); openai/big decided 2 of 3 rows, failed 1 (3 requests, $0.0012)
     """
     by_evaluator: dict[str, list[str]] = {}
     for s in stages:
         cost = "" if s.get("cost_usd") is None else f", ${s['cost_usd']:.4f}"
         requests, hits = s.get("requests", 0), s.get("cache_hits", 0)
         cached = f", {hits} cached" if hits else ""
+        # A row that failed at the last stage has no verdict: it was not decided.
+        failed = s.get("rows_failed", 0)
+        shown_failed = f", failed {failed}" if failed else ""
         by_evaluator.setdefault(str(s["evaluator"]), []).append(
-            f"{s['judge']} decided {s['rows_decided']} of {s['rows']} rows "
-            f"({requests} request{'' if requests == 1 else 's'}{cached}{cost})"
+            f"{s['judge']} decided {s['rows_decided'] - failed} of {s['rows']} rows"
+            f"{shown_failed} ({requests} request{'' if requests == 1 else 's'}{cached}{cost})"
         )
     return [f"framekit: cascade {name}: {'; '.join(parts)}" for name, parts in by_evaluator.items()]
 

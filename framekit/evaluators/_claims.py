@@ -8,6 +8,7 @@ words and ``details`` holds them as data. Pure functions: no judge, no I/O.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -55,32 +56,123 @@ def claims_schema(description: str) -> dict[str, Any]:
     }
 
 
-def read_claims(answer: Mapping[str, Any], n_documents: int) -> list[dict[str, Any]]:
+def read_claims(
+    answer: Mapping[str, Any],
+    n_documents: int,
+    source: str | None = None,
+    subject: str = "text",
+) -> list[dict[str, Any]]:
     """The judge's claims as plain dicts (``claim``, ``evidence``, ``supported``,
     ``document``); a document number outside 1..n becomes null.
 
+    A claim marked supported must have text and cite a document the row has (a number in
+    1..n): one that does not is counted unsupported, and its ``problem`` says why (the
+    explanation shows it), since a verdict it cannot point to is no support. Given the
+    ``source`` the claims were drawn from (the ``subject``: the response and the request
+    it answers), a supported claim must also come from it: at least :data:`MIN_OVERLAP`
+    of its content words (:func:`content_words`) are in the source, else it is a claim the
+    judge brought in (from the documents, say) and counts unsupported.
+
     The parser has checked the list against the schema (a malformed one is re-asked);
     this is the last line for an answer read from an old cache entry.
+
+    Examples
+    --------
+    >>> read_claims({"claims": [{"claim": "Paris is big.", "supported": True,
+    ...                          "document": 7, "evidence": ""}]}, 2)[0]["problem"]
+    'marked supported, but cites document 7 of 2'
     """
     raw = answer.get("claims")
     if not isinstance(raw, list) or not all(isinstance(c, Mapping) for c in raw):
         raise RecordError("the judge's answer has no list of claims")
+    vocabulary = content_words(source) if source is not None else None
     claims = []
     for item in raw:
         supported = item.get("supported")
         if not isinstance(supported, bool):
             raise RecordError(f"a claim's 'supported' is {supported!r}, not true or false")
-        document = item.get("document")
-        valid = isinstance(document, int) and not isinstance(document, bool)
-        claims.append(
-            {
-                "claim": str(item.get("claim") or "").strip(),
-                "supported": supported,
-                "document": document if valid and 1 <= document <= n_documents else None,
-                "evidence": str(item.get("evidence") or "").strip(),
-            }
-        )
+        document = _document_number(item.get("document"))
+        claim: dict[str, Any] = {
+            "claim": str(item.get("claim") or "").strip(),
+            "supported": supported,
+            "document": document if document is not None and 1 <= document <= n_documents else None,
+            "evidence": str(item.get("evidence") or "").strip(),
+        }
+        problem = _support_problem(claim, item.get("document"), n_documents) if supported else None
+        if supported and not problem and vocabulary is not None:
+            problem = _foreign(claim["claim"], vocabulary, subject)
+        if problem:
+            claim.update(supported=False, problem=problem)
+        claims.append(claim)
     return claims
+
+
+#: The least share of a supported claim's content words found in its source. Chosen on
+#: WikiQA dev (scripts/calibrate_claim_overlap.py, benchmarks/results/claim_overlap.json):
+#: an answer sentence's clauses share all their words with it; when the sentence calls its
+#: subject "it" and the claim names it, as a judge writes a claim to stand alone, 1 of 179
+#: falls below 0.25 (and below 0.1); the page's other sentences (what the documents say,
+#: not the answer) have a median share of 0.13, and 75 % fall below 0.25. 0.3 demotes no
+#: more of those examples, but they hold no paraphrase, which lowers an honest share.
+MIN_OVERLAP = 0.25
+
+
+def _foreign(claim: str, vocabulary: set[str], subject: str) -> str | None:
+    """Why ``claim`` is not the source's (too few of its words are there), or ``None``."""
+    words = content_words(claim)
+    found = len(words & vocabulary)
+    if not words or found >= MIN_OVERLAP * len(words):
+        return None
+    return f"marked supported, but not the {subject}'s: {found} of its {len(words)} words are in it"
+
+
+def _document_number(value: Any) -> int | None:
+    """A cited document number as an integer (``2`` or ``2.0``), else ``None``."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _support_problem(claim: Mapping[str, Any], cited: Any, n_documents: int) -> str | None:
+    """Why a claim marked supported is not, or ``None``: no text, no document, or a
+    document the row does not have."""
+    if not claim["claim"]:
+        return "marked supported, but the claim has no text"
+    if cited is None:
+        return "marked supported, but cites no document"
+    if claim["document"] is None:
+        return f"marked supported, but cites document {one_line(str(cited), 20)} of {n_documents}"
+    return None
+
+
+#: Words that carry no content of a claim, left out of the overlap.
+_FUNCTION_TEXT = (
+    "a an the of in on at to for from by with about into over under after before between "
+    "during and or but nor so than then as if that this these those there here which who "
+    "whom whose what when where why how is are was were be been being am do does did has "
+    "have had will would can could shall should may might must not no also it its they "
+    "them their he him his she her i you we me us my our your one"
+)
+_FUNCTION_WORDS = frozenset(_FUNCTION_TEXT.split())
+_WORD = re.compile(r"\w+")
+#: Letters of a word compared (a crude stem: "opened", "opens" and "opening" read alike).
+STEM = 5
+
+
+def content_words(text: str) -> set[str]:
+    """The content words of ``text``, case-folded and cut to :data:`STEM` letters.
+
+    Examples
+    --------
+    >>> sorted(content_words("The tower opened in 1889; it is 330 metres tall."))
+    ['1889', '330', 'metre', 'opene', 'tall', 'tower']
+    """
+    words = (w.casefold() for w in _WORD.findall(text))
+    return {w[:STEM] for w in words if w not in _FUNCTION_WORDS}
 
 
 def band_label(value: float, bands: Mapping[str, float]) -> str:
@@ -148,5 +240,6 @@ def claims_verdict(
             lines.append(f"- supported{where}: {c['claim']}")
         else:
             why = f" ({one_line(c['evidence'], 160)})" if c["evidence"] else ""
-            lines.append(f"- unsupported: {c['claim']}{why}")
+            said = f" ({c['problem']})" if c.get("problem") else ""
+            lines.append(f"- unsupported{said}: {c['claim'] or '(no text)'}{why}")
     return Verdict(value, band_label(value, bands), "\n".join(lines), details=details)

@@ -29,7 +29,7 @@ import json
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,11 +37,8 @@ from framekit._errors import RecordError
 from framekit.evaluators import _prompt
 from framekit.evaluators._claims import band_label
 from framekit.evaluators.base import Verdict
+from framekit.evaluators.templates import TemplateSpec
 from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
-
-if TYPE_CHECKING:
-    from framekit.evaluators.groundedness import ClaimsEvaluator
-    from framekit.evaluators.rubric import RubricEvaluator
 
 CALIBRATION_FILE = "likelihood_calibration.json"
 #: The published figure an LLM judge reaches on the same ratings (G-Eval with GPT-4,
@@ -51,6 +48,35 @@ LLM_FIGURES = {"consistency": 0.51, "coherence": 0.58}
 KNOT_VALUES = (0.0, 0.5, 0.875, 1.0)
 #: The user's turn for Coherence when the record has no request.
 NO_REQUEST = "Write a short, clear response."
+
+
+class ClaimsChecker(Protocol):
+    """What these measures read of a claims evaluator (Groundedness, ContextRecall:
+    :class:`framekit.evaluators.groundedness.ClaimsEvaluator`, which calls them)."""
+
+    @property
+    def claims_field(self) -> str:
+        """The field whose claims are checked against the documents."""
+
+    @property
+    def subject(self) -> str:
+        """What that field is called in an explanation ("response", "reference")."""
+
+    @property
+    def bands(self) -> Mapping[str, float]:
+        """Label -> lowest score of its band, best first."""
+
+    @property
+    def spec(self) -> TemplateSpec:
+        """Its prompt template (whose extra entries hold the likelihood instructions)."""
+
+
+class LabelScale(Protocol):
+    """What the coherence measure reads of a rubric evaluator (Coherence)."""
+
+    @property
+    def choices(self) -> Mapping[str, float]:
+        """Label -> score of the rubric."""
 
 
 @cache
@@ -96,14 +122,14 @@ def document_sentences(documents: Sequence[str]) -> list[tuple[int, str]]:
     return [(n, s) for n, doc in enumerate(documents, start=1) for s in sentences(doc) if s]
 
 
-def similarity_texts(ev: ClaimsEvaluator, record: Mapping[str, Any]) -> list[str]:
+def similarity_texts(ev: ClaimsChecker, record: Mapping[str, Any]) -> list[str]:
     """The text's sentences, then the documents' sentences, to embed."""
     own = sentences(str(record[ev.claims_field]))
     return own + [s for _, s in document_sentences(record["context"])]
 
 
 def similarity_measure(
-    ev: ClaimsEvaluator, record: Mapping[str, Any], vectors: Sequence[np.ndarray]
+    ev: ClaimsChecker, record: Mapping[str, Any], vectors: Sequence[np.ndarray]
 ) -> tuple[float, list[dict[str, Any]]]:
     """The mean over the text's sentences of their best cosine to a document sentence,
     and per sentence that cosine and the document it is in."""
@@ -121,7 +147,7 @@ def similarity_measure(
 
 
 def similarity_verdict(
-    ev: ClaimsEvaluator, record: Mapping[str, Any], vectors: Sequence[np.ndarray]
+    ev: ClaimsChecker, record: Mapping[str, Any], vectors: Sequence[np.ndarray]
 ) -> Verdict:
     fit = _fit("groundedness", "similarity")
     measure, per = similarity_measure(ev, record, vectors)
@@ -141,7 +167,7 @@ def similarity_verdict(
     return Verdict(value, label, explanation, details=details)
 
 
-def _offline_label(ev: ClaimsEvaluator, value: float) -> str:
+def _offline_label(ev: ClaimsChecker, value: float) -> str:
     """The evaluator's band labels (best first) at the offline knots: top label from
     0.875, the middle from 0.5, the lowest below."""
     labels = list(ev.bands)
@@ -158,7 +184,7 @@ def _quote(text: str, limit: int = 160) -> str:
 # -- the likelihood scorer ---------------------------------------------------------------
 
 
-def claims_likelihood_input(ev: ClaimsEvaluator, record: Mapping[str, Any]) -> LikelihoodInput:
+def claims_likelihood_input(ev: ClaimsChecker, record: Mapping[str, Any]) -> LikelihoodInput:
     """Instruction (with the request, when shown), documents, and the text scored."""
     extra = ev.spec.extra
     request = record.get("input")
@@ -170,7 +196,7 @@ def claims_likelihood_input(ev: ClaimsEvaluator, record: Mapping[str, Any]) -> L
 
 
 def claims_likelihood_verdict(
-    ev: ClaimsEvaluator, record: Mapping[str, Any], result: Likelihood
+    ev: ClaimsChecker, record: Mapping[str, Any], result: Likelihood
 ) -> Verdict:
     fit = _fit("groundedness", "likelihood")
     value = fitted_value(result.mean_logprob, fit)
@@ -197,7 +223,7 @@ def coherence_likelihood_input(record: Mapping[str, Any]) -> LikelihoodInput:
     )
 
 
-def coherence_likelihood_verdict(ev: RubricEvaluator, result: Likelihood) -> Verdict:
+def coherence_likelihood_verdict(ev: LabelScale, result: Likelihood) -> Verdict:
     from framekit.judges.local.methods import label_for
 
     fit = _fit("coherence", "likelihood")

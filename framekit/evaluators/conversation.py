@@ -12,16 +12,16 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import RecordError
-from framekit._score import Direction
 from framekit.evaluators import _messages, _prompt
-from framekit.evaluators.base import Scoring, Verdict
+from framekit.evaluators.base import Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import Unpack
 
-    from framekit.judges.judge import JudgeLike
+    from framekit.evaluators.base import EvaluatorOptions
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 
 
@@ -40,30 +40,13 @@ class ConversationEvaluator(RubricEvaluator):
     def __init__(
         self,
         *,
-        name: str | None = None,
-        threshold: float | None = None,
-        judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
         version: str | None = None,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
-        direction: Direction | None = None,
-        scoring: Scoring = "label",
-        **decoding: Any,
+        **options: Unpack[EvaluatorOptions],
     ) -> None:
         super().__init__(
-            name=name,
-            threshold=threshold,
-            judge=judge,
-            system_prompt=system_prompt,
-            include_inputs=include_inputs,
-            version=version,
-            llm=llm,
-            model=model,
-            direction=direction,
-            scoring=scoring,
-            **decoding,
+            system_prompt=system_prompt, include_inputs=include_inputs, version=version, **options
         )
         extra = self.spec.extra
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
@@ -134,9 +117,13 @@ class ResponseRelevance(ConversationEvaluator):
 
     Parameters
     ----------
-    name, threshold, judge
-        Column prefix (default ``response_relevance``), pass mark (default 0.5), and a
-        judge for this evaluator alone (aliases ``model=``, as in Strands, and ``llm=``).
+    **options
+        The options every evaluator takes
+        (:class:`~framekit.evaluators.base.EvaluatorOptions`): ``name=`` (the column prefix,
+        default ``response_relevance``), ``threshold=`` (the pass mark, default 0.5),
+        ``judge=`` (a judge for this evaluator alone; ``llm=`` and ``model=`` still work,
+        deprecated), ``direction=``, ``scoring=`` and the decoding options
+        (``temperature=``, ``max_tokens=``...: a per-evaluator override of the judge).
     system_prompt
         Replaces the built-in instructions (the rubric); the label set is unchanged.
     include_inputs
@@ -208,9 +195,13 @@ class Coherence(ConversationEvaluator):
 
     Parameters
     ----------
-    name, threshold, judge
-        Column prefix (default ``coherence``), pass mark (default 0.5), and a judge for
-        this evaluator alone (aliases ``model=``, as in Strands, and ``llm=``).
+    **options
+        The options every evaluator takes
+        (:class:`~framekit.evaluators.base.EvaluatorOptions`): ``name=`` (the column prefix,
+        default ``coherence``), ``threshold=`` (the pass mark, default 0.5), ``judge=`` (a
+        judge for this evaluator alone; ``llm=`` and ``model=`` still work, deprecated),
+        ``direction=``, ``scoring=`` and the decoding options (``temperature=``,
+        ``max_tokens=``...: a per-evaluator override of the judge).
     system_prompt
         Replaces the built-in instructions (the rubric); the label set is unchanged.
     include_inputs

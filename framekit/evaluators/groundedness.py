@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, RecordError
-from framekit._score import Direction
 from framekit.evaluators import _claims, _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import as_documents, require_nonempty
@@ -22,8 +21,9 @@ from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import Unpack
 
-    from framekit.judges.judge import JudgeLike
+    from framekit.evaluators.base import EvaluatorOptions
     from framekit.judges.local.likelihood import Likelihood, LikelihoodInput
 
 #: The explanation of an empty retrieval's score.
@@ -44,26 +44,12 @@ class ClaimsEvaluator(Evaluator):
     def __init__(
         self,
         *,
-        name: str | None = None,
-        threshold: float | None = None,
-        judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
         version: str = DEFAULT_VERSION,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
-        direction: Direction | None = None,
-        **decoding: Any,
+        **options: Unpack[EvaluatorOptions],
     ) -> None:
-        super().__init__(
-            name=name,
-            threshold=threshold,
-            judge=judge,
-            llm=llm,
-            model=model,
-            direction=direction,
-            **decoding,
-        )
+        super().__init__(**options)
         self.version = version
         self.spec: TemplateSpec = load_template(self.template_name, version)
         extra = self.spec.extra
@@ -133,7 +119,9 @@ class ClaimsEvaluator(Evaluator):
         answer: Mapping[str, Any],
         vectors: list[np.ndarray] | None = None,
     ) -> Verdict:
-        claims = _claims.read_claims(answer, len(record["context"]))
+        # The claims come from the text, written to stand alone with words of the request.
+        source = f"{record[self.claims_field]}\n{record.get('input') or ''}"
+        claims = _claims.read_claims(answer, len(record["context"]), source, self.subject)
         return _claims.claims_verdict(claims, self.bands, self.no_claims_label, self.subject)
 
     # -- offline judge ------------------------------------------------------------------
@@ -213,18 +201,19 @@ class Groundedness(ClaimsEvaluator):
 
     Parameters
     ----------
-    name, threshold, judge
-        Column prefix (default ``groundedness``), pass mark (0.5), and a judge for this
-        evaluator alone (aliases ``llm=``, ``model=``).
+    **options
+        The options every evaluator takes
+        (:class:`~framekit.evaluators.base.EvaluatorOptions`): ``name=`` (the column prefix,
+        default ``groundedness``), ``threshold=`` (the pass mark, default 0.5), ``judge=``
+        (a judge for this evaluator alone; ``llm=`` and ``model=`` still work, deprecated),
+        ``direction=``, ``scoring=`` and the decoding options (``temperature=``,
+        ``max_tokens=``...: a per-evaluator override of the judge).
     system_prompt
         Replaces the built-in instructions; the answer schema is unchanged.
     include_inputs
         ``False``: the request is not shown to the judge.
     version
         Template version (``"v1"``).
-    direction, **decoding
-        As every evaluator takes them (``temperature=``, ``max_tokens=``...: a
-        per-evaluator override of the judge).
 
     Notes
     -----

@@ -94,7 +94,8 @@ class RetrievalRelevance(_ContextEvaluator):
     explanation "no documents were retrieved", as the source specifies; no judge is
     called, and the offline judge does the same. An empty request fails its row.
     ``include_inputs=False`` is refused (:class:`~framekit.InputError`): relevance is
-    judged against the request. ``judge=`` has the aliases ``llm=`` and ``model=``.
+    judged against the request. ``llm=`` and ``model=`` still work for ``judge=``,
+    deprecated.
 
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2); the best document's cosine similarity
@@ -132,8 +133,8 @@ class ContextRelevance(_ContextEvaluator):
     were retrieved", without a judge call: framekit's choice, the same rule as
     RetrievalRelevance's source, since a retrieval that found nothing holds nothing on
     topic and a failed row would drop out of the mean. ``include_inputs=False`` is
-    refused. ``judge=`` has the aliases ``model=`` (Fiddler) and ``llm=``; the
-    explanation is also ``Score.reasoning``.
+    refused. ``model=`` (Fiddler's) and ``llm=`` still work for ``judge=``, deprecated;
+    the explanation is also ``Score.reasoning``.
 
     Offline judge (``judge="local"``): a similarity proxy, not a reading. The request and
     each document are embedded (all-MiniLM-L6-v2). The documents combine by their best

@@ -21,15 +21,16 @@ from framekit.evaluators.base import (
     Evaluator,
     Scoring,
     Verdict,
-    pick_judge,
 )
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest, answer_text
 
 if TYPE_CHECKING:
     import numpy as np
+    from typing_extensions import Unpack
 
-    from framekit.judges.judge import JudgeLike
+    from framekit.evaluators.base import EvaluatorOptions
+    from framekit.judges.resolve import JudgeLike
 
 #: The system prompt custom rubrics had before templates could carry their own rubric;
 #: pass it as ``system_prompt=`` to reproduce (and re-use the cache of) such a run.
@@ -106,30 +107,14 @@ class RubricEvaluator(Evaluator):
     def __init__(
         self,
         *,
-        name: str | None = None,
-        threshold: float | None = None,
-        judge: JudgeLike | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
         version: str | None = None,
         include_explanation: bool = True,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
         spec: TemplateSpec | None = None,
-        direction: Direction | None = None,
-        scoring: Scoring = "label",
-        **decoding: Any,
+        **options: Unpack[EvaluatorOptions],
     ) -> None:
-        super().__init__(
-            name=name,
-            threshold=threshold,
-            judge=judge,
-            llm=llm,
-            model=model,
-            direction=direction,
-            scoring=scoring,
-            **decoding,
-        )
+        super().__init__(**options)
         if not include_inputs and self.needs_input_reason:
             raise InputError(
                 f"{self.name}: include_inputs=False has no meaning here: {self.needs_input_reason}"
@@ -370,8 +355,9 @@ class ClassificationEvaluator(RubricEvaluator):
         described label; empty descriptions are left out.
     direction
         ``"maximize"`` (higher is better) or ``"minimize"``.
-    judge, llm, model
-        The judge for this evaluator alone; ``llm=`` (Phoenix) and ``model=`` are aliases.
+    judge
+        The judge for this evaluator alone (``llm=``, Phoenix's name, and ``model=`` still
+        work, with a DeprecationWarning).
         Phoenix's positional order ``(name, llm, prompt_template, choices)`` is also read.
     include_explanation
         ``False`` asks for the label only.
@@ -402,7 +388,7 @@ class ClassificationEvaluator(RubricEvaluator):
     >>> tone.required_fields
     ('output',)
     >>> rag = ClassificationEvaluator(
-    ...     name="relevance", llm="openai/gpt-4o-mini",
+    ...     name="relevance", judge="openai/gpt-4o-mini",
     ...     prompt_template="Question: {{input}}\\nReference: {{reference}}\\nRelevant?",
     ...     choices={"relevant": 1.0, "unrelated": 0.0},
     ... )
@@ -419,8 +405,6 @@ class ClassificationEvaluator(RubricEvaluator):
         judge: JudgeLike | None = None,
         include_explanation: bool = True,
         *,
-        llm: JudgeLike | None = None,
-        model: JudgeLike | None = None,
         threshold: float | None = None,
         system_prompt: str | None = None,
         include_inputs: bool = True,
@@ -429,9 +413,11 @@ class ClassificationEvaluator(RubricEvaluator):
     ) -> None:
         if isinstance(choices, str) and not isinstance(direction, str):
             # Phoenix's positional order: (name, llm, prompt_template, choices).
-            if llm is not None:
+            if decoding.get("llm") is not None:
                 raise InputError(f"{name}: the judge is given twice (positionally and as llm=)")
-            llm, prompt_template, choices, direction = (
+            if judge is not None:
+                raise InputError(f"{name}: the judge is given twice (positionally and as judge=)")
+            judge, prompt_template, choices, direction = (
                 prompt_template,
                 choices,
                 direction,
@@ -484,7 +470,7 @@ class ClassificationEvaluator(RubricEvaluator):
         super().__init__(
             name=name,
             threshold=threshold,
-            judge=pick_judge(name, judge, llm, model),
+            judge=judge,
             system_prompt=system_prompt,
             version="custom",
             include_explanation=include_explanation,

@@ -18,8 +18,9 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._frames import to_polars
+from framekit._paths import check_regular_or_new
 from framekit._provenance import to_metadata
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.io._parts import _Parts
@@ -186,6 +187,7 @@ def write_parquet(
         {**(table.schema.metadata or {}), **to_metadata(provenance)}
     )
     target = Path(path)
+    check_regular_or_new(target, "path")
     tmp = target.with_name(f".{target.name}.tmp")
     pq.write_table(table, tmp, compression="zstd")
     os.replace(tmp, target)

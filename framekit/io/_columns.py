@@ -8,7 +8,7 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._result_columns import result_columns as _result_columns
-from framekit.engine.prepare import MappingValue, resolve_mapping
+from framekit.engine.mapping import MappingValue, resolve_mapping
 from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, Evaluator
 
 

@@ -9,6 +9,7 @@ Ray's (:mod:`framekit.parquet`).
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,10 +17,11 @@ from typing import Any
 
 import polars as pl
 
+from framekit._aio import note_interrupted
 from framekit._provenance import source_label
 from framekit._result_columns import result_columns as _result_columns
 from framekit.engine.cache import resolve_cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
@@ -30,6 +32,7 @@ from framekit.io._job import ParquetJob, ParquetOptions
 from framekit.io._run import ParquetRun
 from framekit.io._sources import (
     SourceLike,
+    read_slice,
     resolve_sources,
     scan_sources,
 )
@@ -73,7 +76,7 @@ async def _evaluate_files(
     scan = scan_sources(files)
 
     def read(offset: int, length: int) -> pl.DataFrame:
-        return scan.select(job.columns).slice(offset, length).collect()
+        return read_slice(files, job.columns, offset, length)
 
     try:
         await submit_all_slices(
@@ -116,6 +119,9 @@ async def _evaluate_files(
                 scan, evs, mapping, opts.details, job.clash, job.dest, job.parts, metadata
             )
             job.parts.remove()
+    except asyncio.CancelledError:
+        note_interrupted(job.interrupted())  # the slice's own note counts only its answers
+        raise
     finally:
         job.close()
     return job.finish()

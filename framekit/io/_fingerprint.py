@@ -15,7 +15,7 @@ from typing import Any
 import polars as pl
 
 from framekit.engine.cache import digest
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator
 from framekit.judges.resolve import resolve_judge
 

@@ -20,11 +20,12 @@ import polars as pl
 
 from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
+from framekit._paths import check_regular_or_new, check_utf8_name
 from framekit._progress import RunProgress
 from framekit.engine.cache import Cache
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats, record_last
-from framekit.evaluate import OnError, warn_if_all_failed
+from framekit.evaluate import OnError, kept_answers, warn_if_all_failed
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._assemble import _assemble
 from framekit.io._columns import needed_columns, validate_inputs
@@ -32,8 +33,7 @@ from framekit.io._fingerprint import _file_identity, run_fingerprint
 from framekit.io._parts import _MANIFEST_FORMAT, _Parts
 from framekit.io._run import ParquetRun, _add_stats, _failed_rows, _top_error
 from framekit.io._sources import _row_groups, _schema_of, plan_slices
-from framekit.judges.judge import JudgeLike
-from framekit.judges.resolve import JudgeResolver
+from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,7 @@ class ParquetJob:
         self._sources: Any = None
         self._cache: Cache | None = None
         self._saved_at_open = 0
+        self._filed = 0  # slices finished by this run
         self.run: ParquetRun | None = None
 
     # -- before scoring -----------------------------------------------------------------
@@ -140,6 +141,7 @@ class ParquetJob:
             self._parts.write(index, results)
         except OSError as exc:
             raise self._cannot_write(self._parts.part(index), exc) from None
+        self._filed += 1
         for part in stats:
             _add_stats(self.run.stats, part)
         if self._bar is not None:
@@ -176,6 +178,20 @@ class ParquetJob:
         except OSError as exc:
             raise self._cannot_write(self.dest, exc) from None
         self._parts.remove()
+
+    def interrupted(self) -> str:
+        """What an interrupted run kept, over the whole run: its finished slices and
+        every answer it saved in the cache (a slice alone knows only its own answers)."""
+        assert self.run is not None and self._parts is not None, "open() first"
+        done = self.run.skipped_slices + self._filed
+        slices = (
+            f"{done} of {len(self.slices)} slices are finished and kept in {self._parts.dir}; "
+            if done
+            else ""
+        )
+        saved = self._cache.saved - self._saved_at_open if self._cache is not None else 0
+        kept = kept_answers(self._cache, saved, always=True) if self._cache is not None else ""
+        return f"framekit: run interrupted. {slices}{kept}".rstrip()
 
     def _cannot_write(self, path: Path, exc: OSError) -> OutputWriteError:
         """A write failed after the work was done (a full disk): one line saying that
@@ -235,6 +251,8 @@ class ParquetJob:
 
 
 def _check_destination(destination: Path, files: Sequence[Path]) -> None:
+    check_utf8_name(destination, "destination")
+    check_regular_or_new(destination, "destination")  # a FIFO or device is never replaced
     if destination.is_dir():
         raise InputError(f"destination {str(destination)!r} is a directory; name a file")
     if destination.resolve() in files:

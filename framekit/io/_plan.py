@@ -15,7 +15,7 @@ import polars as pl
 from framekit._errors import InputError
 from framekit.engine.cache import Cache
 from framekit.engine.dryrun import RequestPlan, plan_requests
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.io._columns import needed_columns, validate_inputs
 from framekit.io._duckdb import _is_duckdb_relation
@@ -24,10 +24,10 @@ from framekit.io._sources import (
     _row_groups,
     _schema_of,
     plan_slices,
+    read_slice,
     resolve_sources,
-    scan_sources,
 )
-from framekit.judges.judge import JudgeLike
+from framekit.judges.resolve import JudgeLike
 
 
 def plan_parquet(
@@ -76,7 +76,6 @@ def plan_parquet(
     schema = _schema_of(files)
     validate_inputs(schema, evs, mapping, overwrite=overwrite, details=details)
     columns = needed_columns(schema, mapping, evs)
-    scan = scan_sources(files).select(columns)
     slices = plan_slices(_row_groups(files), slice_rows)
-    frames = (scan.slice(offset, length).collect() for offset, length in slices)
+    frames = (read_slice(files, columns, offset, length) for offset, length in slices)
     return plan_requests(frames, evs, mapping, judge=judge, cache=cache)

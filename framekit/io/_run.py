@@ -9,7 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
-from framekit.engine.stats import RunStats, add_confidence, add_stages, cascade_lines
+from framekit.engine.stats import RunStats, add_confidence, add_stages, cascade_lines, cut_note
 from framekit.evaluators.base import Evaluator
 
 
@@ -50,6 +50,7 @@ class ParquetRun:
         if self.top_error is not None:
             message, count = self.top_error
             line += f" (most common, {count}x: {message})"
+        line += cut_note(self.stats.cut_to_fit)
         if self.stats.batch_requests:
             cost = "" if self.stats.cost_usd is None else f" (${self.stats.cost_usd:.4f})"
             line += f"; {self.stats.batch_requests} answered by batch API at 50 % price{cost}"

@@ -16,6 +16,7 @@ from typing import Any, Union
 import polars as pl
 
 from framekit._errors import InputError
+from framekit._paths import check_utf8_name
 
 SourceLike = Union[str, "os.PathLike[str]", Sequence[Union[str, "os.PathLike[str]"]], Any]
 
@@ -80,6 +81,7 @@ def resolve_sources(source: SourceLike) -> list[Path]:
 
 
 def _check_parquet(path: Path) -> None:
+    check_utf8_name(path, "source")
     # The magic bytes give a clear message before pyarrow or polars give a cryptic one.
     try:
         with open(path, "rb") as fh:
@@ -172,6 +174,44 @@ def plan_slices(
     if pending_rows:
         slices.append((offset, pending_rows))
     return slices
+
+
+def read_slice(
+    files: Sequence[Path], columns: Sequence[str], offset: int, length: int
+) -> pl.DataFrame:
+    """Rows ``offset`` to ``offset + length`` of the files' ``columns``.
+
+    A Parquet string column may hold bytes that are not UTF-8 (a writer that cast binary
+    data to string without checking it); polars refuses to read them. That is said in
+    one line naming the column (:func:`collect_text`), not as polars' ``ComputeError``.
+    """
+    scan = scan_sources(files).select(list(columns)).slice(offset, length)
+    return collect_text(scan, files)
+
+
+def collect_text(frame: pl.LazyFrame, files: Sequence[Path]) -> pl.DataFrame:
+    """``frame.collect()``; a string column holding invalid UTF-8 is an :class:`InputError`
+    naming the column and the file (the columns are read one by one to find it)."""
+    try:
+        return frame.collect()
+    except pl.exceptions.ComputeError as exc:
+        if "utf-8" not in str(exc).lower():
+            raise
+        failed = exc
+    bad = []
+    for name in frame.collect_schema().names():
+        try:
+            frame.select(name).collect()
+        except pl.exceptions.ComputeError:
+            bad.append(name)
+    where = repr(str(files[0])) if len(files) == 1 else f"one of {len(files)} source files"
+    if not bad:  # only the whole read fails: say what polars said, on one line
+        raise InputError(f"{where}: {' '.join(str(failed).split())}") from None
+    raise InputError(
+        f"column {bad[0]!r} of {where} is a string column holding bytes that are not valid "
+        "UTF-8; repair the file first (decode those bytes with errors='replace', or store "
+        "the column as binary, which framekit reads with bad bytes replaced)"
+    ) from None
 
 
 def scan_sources(files: Sequence[Path]) -> pl.LazyFrame:

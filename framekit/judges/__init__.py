@@ -14,10 +14,10 @@ offline :class:`LocalJudge`.
 from framekit.judges.cascade import Cascade
 from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
-from framekit.judges.judge import Judge, JudgeLike
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.request import ChatRequest
-from framekit.judges.resolve import resolve_judge
+from framekit.judges.resolve import JudgeLike, resolve_judge
 from framekit.judges.transport import RawReply, Transport
 
 __all__ = [

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
+from framekit import _secrets
 from framekit._errors import InputError, JudgeSpecError
 from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
@@ -147,10 +148,26 @@ class Cascade:
         >>> Cascade(["openai/m", "openai/m", "openai/big"], [0.8, 0.9]).stage_names
         ('openai/m (stage 1)', 'openai/m (stage 2)', 'openai/big')
         """
-        models = [j.model for j in self.judges]
+        models = [_secrets.mask_keys(j.model) for j in self.judges]  # a key as the model
         return tuple(
             f"{m} (stage {k + 1})" if models.count(m) > 1 else m for k, m in enumerate(models)
         )
+
+    # -- what the engine asks of every kind of judge ------------------------------------
+    #: Its stages embed, not the cascade (each stage's share is run as its own).
+    embeds_locally = False
+    #: How it gives a row's confidence: each stage its own way (the run record lists
+    #: the stages' methods).
+    confidence_method = "cascade"
+
+    def stages(self) -> tuple[Judge | LocalJudge, ...]:
+        """The judges asked in turn, cheapest first."""
+        return tuple(self.judges)
+
+    def scores_likelihood(self, evaluator: Any) -> bool:
+        """Whether the cascade itself reads ``evaluator`` by likelihood: never (a stage
+        may, on its own share)."""
+        return False
 
     @property
     def secrets(self) -> list[str]:

@@ -56,7 +56,10 @@ class Endpoint:
         """Every secret a call to this endpoint can carry, as of now (see
         :func:`framekit._secrets.collect_secrets`)."""
         key, _ = self.credentials.own()
-        return _secrets.collect_secrets(key, self.api_base, self.routing)
+        found = _secrets.collect_secrets(key, self.api_base, self.routing)
+        # An API key given as the model string is sent in every body, and may come back.
+        pasted = [t for t in _secrets.key_shaped_tokens(self.model) if t not in found]
+        return (*pasted, *found) if pasted else found
 
     def identity(self) -> str | None:
         """The endpoint as it enters the cache key (see :func:`endpoint_identity`)."""

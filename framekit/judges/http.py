@@ -242,7 +242,7 @@ class HttpTransport:
             reply = None
         if reply is None:
             # A torn or garbled body from a proxy: the next attempt may be whole.
-            return Fault("transient", "APIError: the judge's answer was not a chat completion")
+            return Fault("transient", unreadable_reply(payload, self.secrets))
         price = self._price
         if price is not None:
             reply.cost_usd = price.cost(reply.prompt_tokens, reply.completion_tokens)
@@ -292,7 +292,8 @@ def status_fault(
     rejected structured-output mode falls back, anything else fails the row."""
     name = _ERROR_NAMES.get(status, f"HTTP {status}")
     message, code = _error_message(payload)
-    reason = _secrets.redact(f"{name}: {one_line(message, 160)}", secrets)
+    # Redacted before it is cut: a key cut in two would no longer match.
+    reason = f"{name}: {one_line(_secrets.redact(message, secrets), 160)}"
     if status == 429:
         return Fault.rate_limited(headers)
     if status in (401, 403):
@@ -309,6 +310,35 @@ def status_fault(
     return Fault("fatal", reason, status=status)
 
 
+def unreadable_reply(payload: bytes, secrets: Sequence[str]) -> str:
+    """Why a 200 answer is not a chat completion, in the endpoint's words where it gave
+    some: an error object sent with 200 (some gateways do), or a body that is not UTF-8.
+
+    Examples
+    --------
+    >>> unreadable_reply(b'{"error": {"message": "model overloaded"}}', [])
+    'APIError: the endpoint answered HTTP 200 with an error: model overloaded'
+    >>> unreadable_reply(bytes([0x7B, 0xFF]), [])
+    "APIError: the judge's answer (HTTP 200) is not valid UTF-8: '{\ufffd'"
+    """
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = _secrets.redact(payload[:400].decode("utf-8", "replace"), secrets)
+        return (
+            f"APIError: the judge's answer (HTTP 200) is not valid UTF-8: {one_line(shown, 120)!r}"
+        )
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("error"):
+        message, _ = _error_message(payload)
+        shown = one_line(_secrets.redact(message, secrets), 160)  # redacted before it is cut
+        return f"APIError: the endpoint answered HTTP 200 with an error: {shown}"
+    return "APIError: the judge's answer was not a chat completion"
+
+
 def exception_fault(exc: BaseException, secrets: Sequence[str]) -> Fault:
     """The verdict on an exception from an aiohttp call (this transport's, and the batch
     clients'): a timeout and a connection never made are transient (the latter marked
@@ -316,9 +346,8 @@ def exception_fault(exc: BaseException, secrets: Sequence[str]) -> Fault:
     anything else fatal."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Fault("transient", TIMEOUT)
-    reason = _secrets.redact(
-        f"{type(exc).__name__}: {one_line(str(exc) or 'no detail', 160)}", secrets
-    )
+    detail = _secrets.redact(str(exc), secrets) or "no detail"  # before it is cut
+    reason = f"{type(exc).__name__}: {one_line(detail, 160)}"
     refused = refused_by_client(exc)
     if refused is not None:  # the URL or its credentials: every call would fail alike
         return Fault("config", refused)

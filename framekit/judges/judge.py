@@ -13,7 +13,7 @@ import inspect
 import os
 from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Union
+from typing import Any, Literal
 
 from framekit import _secrets
 from framekit._errors import InputError, JudgeConfigurationError
@@ -21,12 +21,6 @@ from framekit.judges.credentials import Credentials, credential_problem
 from framekit.judges.endpoint import Decoding, Endpoint, Limits, split_kwargs
 from framekit.judges.providers import FRAMEKIT_BASE_VAR
 from framekit.judges.transport import Transport, TransportName, choose_transport
-
-if TYPE_CHECKING:
-    from framekit.judges.cascade import Cascade
-    from framekit.judges.local import LocalJudge
-
-JudgeLike = Union["Judge", "LocalJudge", "Cascade", str]
 
 #: Context window assumed for a model litellm does not know (tokens).
 DEFAULT_CONTEXT_TOKENS = 128_000
@@ -160,6 +154,12 @@ class Judge:
     ) -> None:
         if not isinstance(model, str) or not model.strip():
             raise InputError("Judge(model=...) needs a litellm model string")
+        provider, slash, name = model.partition("/")
+        if slash and not name.strip():  # "openai/": a provider and no model
+            raise InputError(
+                f"model {_secrets.mask_keys(model)!r} names the provider {provider!r} but no "
+                f"model after it; give one: {provider}/<model name>"
+            )
         if concurrency < 1:
             raise InputError(f"concurrency must be >= 1, got {concurrency}")
         if not isinstance(processes, int) or processes < 1:
@@ -233,6 +233,10 @@ class Judge:
         # (its own connection pool and worker processes) where it is used.
         return (_restore, (self._values(),))
 
+    def __setstate__(self, values: _Values) -> None:
+        # How a judge built from its values (a copy, an unpickled one) is assembled.
+        self._assemble(values)
+
     # -- what the judge is ------------------------------------------------------------
     @property
     def model(self) -> str:
@@ -270,6 +274,24 @@ class Judge:
     def samples(self) -> int:
         """Answers asked per request (``samples=``; 1: one)."""
         return self.decoding.samples
+
+    # -- what the engine asks of every kind of judge ------------------------------------
+    #: Whether its verdicts follow embeddings it makes itself (the offline judge's).
+    embeds_locally = False
+
+    def stages(self) -> tuple[Judge]:
+        """The judges asked in turn, cheapest first: this one."""
+        return (self,)
+
+    def scores_likelihood(self, evaluator: Any) -> bool:
+        """Whether it reads ``evaluator`` with the offline likelihood scorer: never."""
+        return False
+
+    @property
+    def confidence_method(self) -> str:
+        """How it gives a row's confidence, as the run record says it: the agreement of
+        ``samples=k`` answers, else the label's token log-probabilities."""
+        return f"self-consistency k={self.samples}" if self.samples > 1 else "logprobs"
 
     @property
     def max_tokens(self) -> int:
@@ -364,7 +386,8 @@ class Judge:
         key = ", api_key='***'" if self.endpoint.credentials.own()[0] else ""
         workers = f", processes={self.processes}" if self.processes > 1 else ""
         return (
-            f"Judge({self.model!r}, concurrency={self.concurrency}, rpm={self.rpm}, "
+            f"Judge({_secrets.mask_keys(self.model)!r}, concurrency={self.concurrency}, "
+            f"rpm={self.rpm}, "
             f"tpm={self.tpm}{workers}, transport={self.transport!r}{key})"
         )
 
@@ -452,8 +475,8 @@ def _check_samples(samples: Any, temperature: float, batch: bool) -> None:
 
 
 def _restore(values: _Values) -> Judge:
-    judge = object.__new__(Judge)
-    judge._assemble(values)
+    judge = Judge.__new__(Judge)
+    judge.__setstate__(values)
     return judge
 
 

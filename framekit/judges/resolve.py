@@ -7,15 +7,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Union
 
 from framekit._errors import JudgeSpecError
 from framekit.judges.cascade import Cascade, judge_of
 from framekit.judges.decoding import with_decoding
-from framekit.judges.judge import Judge, JudgeLike
+from framekit.judges.judge import Judge
 
 if TYPE_CHECKING:
     from framekit.judges.local import LocalJudge
+
+#: What ``judge=`` takes: a judge of any kind, or a model string (``"local"`` for the
+#: offline judge).
+JudgeLike = Union[Judge, "LocalJudge", Cascade, str]
 
 #: Where the default judge's model string is read (``judge=None``).
 ENV_JUDGE = "FRAMEKIT_JUDGE"

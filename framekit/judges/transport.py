@@ -1,4 +1,5 @@
-"""The judge boundary: what the engine asks of a chat judge, and what it gets back.
+"""The judge boundary: what the engine asks of a chat judge, and what it gets back (and,
+in :class:`EmbeddingBackend`, what it asks of an embedder).
 
 A :class:`Transport` makes one call and returns the raw reply or a :class:`Fault` it
 classified itself. It is built from a judge's immutable values (endpoint, limits,
@@ -13,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from framekit._errors import InputError
 from framekit.judges.faults import Fault
 from framekit.judges.providers import openai_speaker
 from framekit.judges.request import ChatRequest, Mode
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TransportName = Literal["http", "litellm"]
 
@@ -86,6 +90,26 @@ class Transport(Protocol):
 
     def close(self) -> None:
         """Free what outlives runs (worker processes); a later run reopens."""
+
+
+class EmbeddingBackend(Protocol):
+    """One way of embedding texts (the offline judge's model, an embedding endpoint):
+    a batch of texts in, unit vectors out. A failed :meth:`embed` raises; the backend
+    classifies that failure itself (:meth:`classify`), as a chat transport does."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def batch_size(self) -> int: ...
+
+    async def prepare(self) -> None:
+        """Get ready (load a model) before a run pays for answers that will need it."""
+
+    async def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def classify(self, exc: BaseException) -> Fault | None:
+        """What a failed :meth:`embed` means (``None``: not a call that may pass)."""
 
 
 def keep_headers(headers: Mapping[str, str]) -> dict[str, str]:

@@ -10,13 +10,13 @@ import ray.data
 
 from framekit._errors import InputError
 from framekit.engine.cache import Cache, default_cache_dir
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.judges.cascade import Cascade
-from framekit.judges.judge import Judge, JudgeLike
+from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.providers import FRAMEKIT_KEY_VAR
-from framekit.judges.resolve import resolve_judge
+from framekit.judges.resolve import JudgeLike, resolve_judge
 from framekit.ray._limiter import shared_limiter
 from framekit.ray._scorer import BlockScorer, RunSpec
 

@@ -26,7 +26,7 @@ import ray.data
 
 from framekit._aio import run_sync
 from framekit._errors import InputError
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator
 from framekit.io import (
     ParquetJob,

@@ -24,7 +24,7 @@ import pyarrow as pa
 from framekit._errors import InputError
 from framekit._result_columns import result_columns
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import MappingValue
+from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
@@ -123,13 +123,13 @@ class SliceScorer(BlockScorer):
         self.read = columns
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        from framekit.io import scan_sources
+        from framekit.io._sources import read_slice
 
         out = []
         for index, offset, length in zip(
             *(batch.column(c).to_pylist() for c in ("slice", "offset", "length")), strict=True
         ):
-            frame = scan_sources(self.files).select(self.read).slice(offset, length).collect()
+            frame = read_slice(self.files, self.read, offset, length)
             results, stats = self.score(frame)
             out.append(
                 results.with_columns(

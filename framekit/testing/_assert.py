@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from framekit._score import Score
     from framekit.evaluators.base import Evaluator
-    from framekit.judges.judge import JudgeLike
+    from framekit.judges.resolve import JudgeLike
 
 
 def assert_meets(

@@ -29,11 +29,18 @@ The answer rule
 * A list of objects (Groundedness's claims) takes its items from a marker of ``y`` and
   ``n`` letters: ``@sim(claims=yyn)`` gives three items whose boolean properties are
   true, true, false and whose integer properties are 1 for ``y`` and null (when the
-  schema allows it) for ``n``; string properties say ``"Claim k of the answer."``.
+  schema allows it) for ``n``; string properties say ``"Claim k of the answer."``, followed
+  by the first 12 words of the ``output`` block (else the ``reference`` block) when the
+  prompt has one (``"Claim 1 of the answer: Paris is the capital."``), so a claim's words
+  are the answer's as a judge's are.
   ``@sim(claims="")`` gives an empty list; any other value replaces the list as written
   (``@sim(claims=oops)``: a malformed list).
 * ``@sim(omit=explanation)`` leaves that property out of the answer (several:
   ``omit=a|b``), as a judge that skips a field does.
+* ``@sim(reply=...)`` makes the reply a text of the test's choosing, base64url-encoded
+  (:func:`reply_marker` writes the marker): ``{answer}`` in it is replaced by the answer's
+  JSON, as ``SimulatorConfig.reply_template`` does for every reply, but per row. The
+  text stands for the message content, or a tool call's arguments in tool mode.
 """
 
 from __future__ import annotations
@@ -52,7 +59,7 @@ from typing import Any
 from framekit.testing import _sim_logprobs, _sim_pairwise
 
 RESERVED_KEYS = frozenset(
-    {"fault", "first", "retry_after", "latency", "truth", "confidence", "quality"}
+    {"fault", "first", "retry_after", "latency", "truth", "confidence", "reply", "quality"}
 )
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
@@ -61,6 +68,9 @@ REFUSAL_TEXT = "I can't help with that."
 
 _MARKER = re.compile(r"@sim\(([^)]*)\)")
 _OUTPUT_BLOCK = re.compile(r"\[BEGIN DATA: output\]\n?(.*?)\n?\[END DATA: output\]", re.DOTALL)
+_REFERENCE_BLOCK = re.compile(
+    r"\[BEGIN DATA: reference\]\n?(.*?)\n?\[END DATA: reference\]", re.DOTALL
+)
 _EXPLAIN_NAME = re.compile(r"explanation|reason|rationale|justification|thought", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 _NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
@@ -120,9 +130,33 @@ def parse_markers(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 key, sep, raw = pair.partition("=")
                 key = key.strip()
                 if sep and key:
-                    # fault=null names a fault; it must not parse as None.
-                    found[key] = raw.strip() if key == "fault" else parse_value(raw)
+                    # fault=null names a fault and a reply's base64 may read as a number:
+                    # both are kept as written.
+                    found[key] = raw.strip() if key in _VERBATIM else parse_value(raw)
     return found
+
+
+_VERBATIM = frozenset({"fault", "reply"})
+
+
+def reply_marker(text: str) -> str:
+    """The marker making the simulator reply ``text`` (``{answer}``: the answer's JSON).
+
+    Examples
+    --------
+    >>> marker = reply_marker("Verdict: {answer}, not (this)")
+    >>> marker.startswith("@sim(reply=") and ")" not in marker[:-1]
+    True
+    >>> reply_text(parse_markers([{"role": "user", "content": marker}]))
+    'Verdict: {answer}, not (this)'
+    """
+    return "@sim(reply=" + base64.urlsafe_b64encode(text.encode()).decode() + ")"
+
+
+def reply_text(markers: Mapping[str, Any]) -> str | None:
+    """The reply text a ``reply`` marker asks for, or ``None``."""
+    raw = markers.get("reply")
+    return None if raw is None else base64.urlsafe_b64decode(str(raw)).decode()
 
 
 def parse_value(raw: str) -> Any:
@@ -309,7 +343,22 @@ def _number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
 _LETTERS = re.compile(r"[yn]*")
 
 
-def marked_values(schema: Mapping[str, Any], props: Mapping[str, Any]) -> dict[str, Any]:
+def claimed_text(subject: str) -> str:
+    """The first 12 words of the text whose claims are listed (the output, else the
+    reference), or ``""``.
+
+    Examples
+    --------
+    >>> claimed_text("[BEGIN DATA: reference]\\nParis is the capital.\\n[END DATA: reference]")
+    'Paris is the capital.'
+    """
+    found = _OUTPUT_BLOCK.search(subject) or _REFERENCE_BLOCK.search(subject)
+    return " ".join(found.group(1).split()[:12]) if found else ""
+
+
+def marked_values(
+    schema: Mapping[str, Any], props: Mapping[str, Any], claimed: str = ""
+) -> dict[str, Any]:
     """Marker values as answer properties: a ``y``/``n`` string given for a list of
     objects becomes its items (see the module docstring); everything else is as given.
 
@@ -330,11 +379,13 @@ def marked_values(schema: Mapping[str, Any], props: Mapping[str, Any]) -> dict[s
             continue
         if not _LETTERS.fullmatch(value):
             continue
-        out[key] = [_marked_item(items, k, letter == "y") for k, letter in enumerate(value)]
+        out[key] = [
+            _marked_item(items, k, letter == "y", claimed) for k, letter in enumerate(value)
+        ]
     return out
 
 
-def _marked_item(items: Mapping[str, Any], k: int, yes: bool) -> dict[str, Any]:
+def _marked_item(items: Mapping[str, Any], k: int, yes: bool, claimed: str) -> dict[str, Any]:
     item: dict[str, Any] = {}
     for name, sub in (items.get("properties") or {}).items():
         kind = sub.get("type") if isinstance(sub, Mapping) else None
@@ -346,7 +397,7 @@ def _marked_item(items: Mapping[str, Any], k: int, yes: bool) -> dict[str, Any]:
         elif "null" in kinds and not yes and "string" not in kinds:
             item[name] = None
         else:
-            item[name] = f"Claim {k + 1} of the answer."
+            item[name] = f"Claim {k + 1} of the answer" + (f": {claimed}" if claimed else ".")
     return item
 
 
@@ -425,7 +476,7 @@ def chat_completion(
                 value[verdict.field] = verdict.label
             else:
                 verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
-            value.update(marked_values(schema, props))
+            value.update(marked_values(schema, props, claimed_text(subject)))
             for key in omitted:
                 value.pop(key, None)
             if draw is not None and verdict is not None and verdict.probabilities:
@@ -437,6 +488,8 @@ def chat_completion(
     else:
         text = f"Simulated answer to {len(subject)} characters."
 
+    marked = reply_text(markers)
+    template = marked or template
     if fault == "malformed":
         # Half of a JSON object never parses: the closing brace is gone.
         text = text[: len(text) // 2] if text.startswith("{") else "{" + text
@@ -451,7 +504,10 @@ def chat_completion(
             {
                 "id": f"call_{response_id[-12:]}",
                 "type": "function",
-                "function": {"name": tool_name, "arguments": text},
+                "function": {
+                    "name": tool_name,
+                    "arguments": marked.replace("{answer}", text) if marked else text,
+                },
             }
         ]
         finish = "tool_calls"

@@ -13,15 +13,14 @@ whole. Loop-thread only, like :class:`~framekit.testing._sim_http.SimApp`.
 from __future__ import annotations
 
 import json
+import random
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from framekit.testing import _sim_answers as answers
+from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing._sim_reply import Reply, error_body
-
-if TYPE_CHECKING:
-    from framekit.testing._sim_http import SimApp
 
 _PREFIXES = ("/v1/files", "/files", "/v1/batches", "/batches", "/v1/messages/batches")
 _CUSTOM_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -33,10 +32,25 @@ def owns(path: str) -> bool:
     return path.startswith(_PREFIXES)
 
 
+class BatchHost(Protocol):
+    """What the batch APIs use of the server that routes to them
+    (:class:`~framekit.testing._sim_http.SimApp`): its settings, its random numbers, and
+    the rules and counters its chat answers share with batch lines."""
+
+    config: SimulatorConfig
+    rng: random.Random
+
+    def marker_fault(self, markers: dict[str, Any], payload: dict[str, Any]) -> str | None:
+        """The fault a prompt's ``@sim(fault=...)`` marker asks of this request."""
+
+    def count_model(self, model: Any) -> None:
+        """One more request (or batch line) for ``model``."""
+
+
 class BatchSim:
     """Files and batches of both protocols, and their counters."""
 
-    def __init__(self, app: SimApp) -> None:
+    def __init__(self, app: BatchHost) -> None:
         self.app = app
         self.reset()
 

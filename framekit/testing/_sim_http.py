@@ -23,14 +23,12 @@ import math
 import random
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from framekit.testing import _sim_answers as answers
 from framekit.testing import _sim_batch, _sim_echo
+from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing._sim_reply import Reply, error_body
-
-if TYPE_CHECKING:
-    from framekit.testing.simulator import SimulatorConfig
 
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/chat/completions"})
 EMBEDDING_PATHS = frozenset({"/v1/embeddings", "/embeddings"})

@@ -223,7 +223,7 @@ class LlamaServer:
     def _await_health(self, deadline: float) -> None:
         while time.monotonic() < deadline:
             try:
-                status, _, _ = self._forward("GET", "/health", None, timeout=5)
+                status, _, _ = self.forward("GET", "/health", None, timeout=5)
                 if status == 200:
                     return
             except OSError:
@@ -231,9 +231,10 @@ class LlamaServer:
             time.sleep(0.2)
         raise RuntimeError("the SmolLM2 server did not become healthy in time")
 
-    def _forward(
+    def forward(
         self, method: str, path: str, body: bytes | None, timeout: float = 600.0
     ) -> tuple[int, str, bytes]:
+        """One request relayed to the llama.cpp child: its status, content type, body."""
         # http.client, not urllib: urllib would route 127.0.0.1 through $http_proxy.
         connection = http.client.HTTPConnection(*self._upstream, timeout=timeout)
         try:
@@ -244,7 +245,8 @@ class LlamaServer:
         finally:
             connection.close()
 
-    def _record(self, body: bytes, status: int, payload: bytes) -> None:
+    def record(self, body: bytes, status: int, payload: bytes) -> None:
+        """Count one chat request the front relayed, and keep the exchange if it passed."""
         with self._lock:
             self._requests += 1
             if status == 200:
@@ -294,12 +296,12 @@ def _front_handler(server: LlamaServer) -> type[BaseHTTPRequestHandler]:
         def _relay(self, method: str, body: bytes) -> None:
             # The front serves under /v1; llama.cpp answers both with and without it.
             try:
-                status, kind, payload = server._forward(method, self.path, body or None)
+                status, kind, payload = server.forward(method, self.path, body or None)
             except OSError as exc:  # the child is gone: say so as a server would
                 status, kind = 502, "application/json"
                 payload = json.dumps({"error": {"message": f"SmolLM2 server: {exc}"}}).encode()
             if method == "POST" and self.path.rstrip("/").endswith("/chat/completions"):
-                server._record(body, status, payload)
+                server.record(body, status, payload)
             self.send_response(status)
             self.send_header("content-type", kind)
             self.send_header("content-length", str(len(payload)))

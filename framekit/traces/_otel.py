@@ -14,6 +14,7 @@ import polars as pl
 
 from framekit._dependencies import import_optional
 from framekit._errors import InputError, OTLPExportError
+from framekit._paths import check_regular_or_new
 from framekit._urls import join_path
 from framekit.traces._endpoint import Destination
 from framekit.traces._phoenix import annotation_rows
@@ -160,6 +161,7 @@ def to_otel_events(
     _check_ids(frame, source)
     result = ExportResult(sent=frame.height, skipped_failed=skipped)
     if target is not None:
+        check_regular_or_new(target, "path")
         _write(frame, Path(target))
         result.destination = target
     if endpoint is not None:

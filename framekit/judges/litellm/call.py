@@ -102,7 +102,8 @@ def _status(exc: BaseException) -> int | None:
 def classify(exc: BaseException, secrets: list[str]) -> Fault:
     """Map an exception raised by a litellm call to what the executor should do."""
     name = type(exc).__name__
-    reason = _secrets.redact(f"{name}: {one_line(_message(exc), 160)}", secrets)
+    # Redacted before it is cut: a key cut in two would no longer match.
+    reason = f"{name}: {one_line(_secrets.redact(_message(exc), secrets), 160)}"
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return Fault("transient", TIMEOUT)
     refused = refused_by_client(exc)

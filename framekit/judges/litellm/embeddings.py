@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 class RemoteEmbeddings:
     """An embedding model reached through litellm, at a judge's endpoint.
 
-    Satisfies :class:`framekit.engine.embeddings.EmbeddingBackend`.
+    Satisfies :class:`framekit.judges.transport.EmbeddingBackend`.
 
     Parameters
     ----------

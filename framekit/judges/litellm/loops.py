@@ -19,6 +19,22 @@ from types import ModuleType
 from typing import Any
 
 
+def _retiring(factory: type) -> type:
+    """litellm's ``LoggingWorker``, able to retire once its loop has closed.
+
+    Each worker registers a flush of its queue to run at exit, which holds the worker
+    (and its closed loop) for the life of the process; a retired worker leaves that list.
+    The flush is ``LoggingWorker._flush_on_exit`` (litellm 1.110), named only here.
+    """
+
+    class RetiringWorker(factory):  # type: ignore[misc,valid-type]
+        def retire(self) -> None:
+            """Leave the exit hooks: the loop is closed, nothing of it is left to flush."""
+            atexit.unregister(self._flush_on_exit)
+
+    return RetiringWorker
+
+
 class _WorkerPerLoop:
     """Stands in for ``GLOBAL_LOGGING_WORKER``: each running loop gets its own worker."""
 
@@ -45,7 +61,7 @@ class _WorkerPerLoop:
                 if old_loop.is_closed():
                     del self._workers[key]
                     if worker is not self._first:
-                        atexit.unregister(worker._flush_on_exit)
+                        worker.retire()
             in_use = any(w is self._first for _, w in self._workers.values())
             worker = self._factory() if in_use else self._first
             self._workers[id(loop)] = (loop, worker)
@@ -68,5 +84,5 @@ def one_worker_per_loop(lm: ModuleType) -> None:
     factory = getattr(logging_worker, "LoggingWorker", None)
     if current is None or factory is None or isinstance(current, _WorkerPerLoop):
         return
-    per_loop = _WorkerPerLoop(current, factory)
+    per_loop = _WorkerPerLoop(current, _retiring(factory))
     logging_worker.GLOBAL_LOGGING_WORKER = per_loop  # type: ignore[misc,assignment]

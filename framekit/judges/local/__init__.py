@@ -141,6 +141,21 @@ class LocalJudge:
     def cache_identity(self) -> dict[str, Any]:
         return {"model": self.model_id}
 
+    # -- what the engine asks of every kind of judge ------------------------------------
+    #: Its verdicts follow the embeddings it makes (unless it reads likelihoods).
+    embeds_locally = True
+
+    def stages(self) -> tuple[LocalJudge]:
+        """The judges asked in turn, cheapest first: this one."""
+        return (self,)
+
+    @property
+    def confidence_method(self) -> str:
+        """How it gives a row's confidence, as the run record says it: its calibrated map
+        (moved to the relevant share the user expects, where one is given)."""
+        share = self.relevant_share
+        return "calibrated offline" + (f" (relevant share {share:g})" if share else "")
+
     # -- the likelihood scorer (framekit[lm]) -------------------------------------------
     def scores_likelihood(self, evaluator: Any) -> bool:
         """Whether this judge reads ``evaluator`` with the likelihood scorer: it has the

@@ -34,6 +34,7 @@ are tokenised as plain text, so an answer holding ``<|im_end|>`` cannot end its 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -199,6 +200,29 @@ def _import_llama() -> Any:
     return import_optional("llama_cpp", extra="lm", purpose=_PURPOSE, note=_INSTALL_NOTE)
 
 
+@functools.cache
+def _prompt_model(llama_cpp: Any) -> Any:
+    """llama-cpp-python's ``Llama``, able to read a prompt without computing its logits.
+
+    The scorer reads logits only at the answer's positions, and for the shared prompt
+    only at its last one; with ``logits_all=True`` llama.cpp would compute (and copy) a
+    vocabulary's worth at every prompt position. ``Llama.eval`` decides that per batch
+    from its ``_logits_all`` field (llama-cpp-python 0.3.36, as pinned by the ``lm``
+    extra), which this subclass, and only it, switches off for one call.
+    """
+
+    class PromptModel(llama_cpp.Llama):  # type: ignore[misc,name-defined]
+        def eval_unscored(self, tokens: Sequence[int]) -> None:
+            """Evaluate ``tokens`` into the context, computing no logits for them."""
+            self._logits_all = False
+            try:
+                self.eval(tokens)
+            finally:
+                self._logits_all = True
+
+    return PromptModel
+
+
 class LikelihoodScorer:
     """Mean token log-probabilities of answers under SmolLM2-135M-Instruct, on the CPU.
 
@@ -279,7 +303,7 @@ class LikelihoodScorer:
         self.threads = threads or _cores()
         self.n_ctx, self.answer_tokens = n_ctx, answer_tokens
         self._lock = threading.Lock()
-        self._llm = llama_cpp.Llama(
+        self._llm = _prompt_model(llama_cpp)(
             model_path=str(path),
             logits_all=True,
             n_ctx=n_ctx,
@@ -337,11 +361,7 @@ class LikelihoodScorer:
         whose logits predict the answer's first token."""
         llm = self._llm
         llm.reset()
-        llm._logits_all = False  # llama-cpp-python 0.3.36: read by eval() per batch
-        try:
-            llm.eval(prefix[:-1])
-        finally:
-            llm._logits_all = True
+        llm.eval_unscored(prefix[:-1])
         llm.eval(prefix[-1:])
 
     def _answer(self, n_prefix: int, answer: str, prompt_cut: bool) -> Likelihood:
