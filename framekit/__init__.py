@@ -40,6 +40,7 @@ _EXPORTS = {
     "estimate": "framekit.analysis.estimate",
     "sample_for_review": "framekit.analysis.review",
     "side_by_side": "framekit.analysis.side_by_side",
+    "rank": "framekit.analysis.rank",
     "FramekitError": "framekit._errors",
     "InputError": "framekit._errors",
     "MappingError": "framekit._errors",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:
     from framekit.analysis.calibrate import calibrate
     from framekit.analysis.estimate import estimate
     from framekit.analysis.gate import gate
+    from framekit.analysis.rank import rank
     from framekit.analysis.review import sample_for_review
     from framekit.analysis.side_by_side import side_by_side
     from framekit.cascades import calibrate_cascade

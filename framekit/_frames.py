@@ -163,20 +163,32 @@ def from_polars(result: pl.DataFrame, frame_in: FrameIn, appended: pl.DataFrame)
     if frame_in.kind != "pandas":
         return result
     original = frame_in.original
-    extra = appended.to_pandas(use_pyarrow_extension_array=False)
-    # Nullable pandas dtypes keep "null" distinct from 0/False.
-    for name, dtype in appended.schema.items():
-        if dtype == pl.Boolean:
-            extra[name] = extra[name].astype("boolean")
-        elif dtype == pl.Int64:
-            extra[name] = extra[name].astype("Int64")
-        elif dtype == pl.Float64:
-            extra[name] = extra[name].astype("Float64")
-        elif dtype == pl.String:
-            extra[name] = extra[name].astype("string")
+    extra = to_pandas(appended)
     extra.index = original.index
     # Replaced result columns (overwrite=True) move to the end, as they do in polars.
     out = original.drop(columns=[c for c in extra.columns if c in original.columns])
     for name in extra.columns:
         out[name] = extra[name]
     return out
+
+
+def to_pandas(frame: pl.DataFrame) -> Any:
+    """``frame`` as pandas with nullable dtypes, which keep "null" distinct from 0/False."""
+    out = frame.to_pandas(use_pyarrow_extension_array=False)
+    nullable = {
+        pl.Boolean: "boolean",
+        pl.Int64: "Int64",
+        pl.Float64: "Float64",
+        pl.String: "string",
+    }
+    for name, dtype in frame.schema.items():
+        for polars_type, pandas_type in nullable.items():
+            if dtype == polars_type:
+                out[name] = out[name].astype(pandas_type)
+    return out
+
+
+def like_input(result: pl.DataFrame, frame_in: FrameIn) -> Any:
+    """A result frame (a ranking, a table of figures) as pandas when the user passed pandas,
+    else as polars."""
+    return to_pandas(result) if frame_in.kind == "pandas" else result

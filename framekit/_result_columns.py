@@ -179,16 +179,81 @@ def check_dtypes(
                 )
 
 
+# -- the pairs frame of a pairwise run -------------------------------------------------
+
+#: Kind -> dtype of the columns a pairwise run gives each evaluator, per pair row, after
+#: the key column(s) and the two groups (``a``, ``b``) facing each other.
+PAIR_COLUMNS: dict[str, pl.DataType] = {
+    "winner": pl.String(),  # a's or b's group name, or TIE
+    "ab": pl.String(),  # the verdict with a shown first: "A", "B" or "tie"
+    "ba": pl.String(),  # the verdict with b shown first
+    "consistent": pl.Boolean(),  # both orders named the same group
+    "confidence": pl.Float64(),
+    "explanation": pl.String(),
+    "error": pl.String(),
+}
+#: The two columns naming the groups of a pair, and the winner of a pair neither won.
+PAIR_A, PAIR_B, TIE = "a", "b", "tie"
+
+
+def pair_evaluator_names(columns: Sequence[str]) -> list[str]:
+    """Evaluators of a pairs frame (``<name>_winner`` next to ``<name>_error``), in order.
+
+    Examples
+    --------
+    >>> pair_evaluator_names(["q", "a", "b", "preference_winner", "preference_error"])
+    ['preference']
+    """
+    present = set(columns)
+    return [
+        c.removesuffix("_winner")
+        for c in columns
+        if c.endswith("_winner") and column(c.removesuffix("_winner"), "error") in present
+    ]
+
+
+def resolve_pair_evaluator(columns: Sequence[str], evaluator: str | None) -> str:
+    """The one evaluator of a pairs frame to read: ``evaluator``, or the only one there.
+
+    Raises :class:`InputError` when there is none, when it is missing, or when the frame
+    holds several and none was named.
+    """
+    found = pair_evaluator_names(columns)
+    if evaluator is not None:
+        if evaluator not in found:
+            raise InputError(
+                f"no pairwise results for evaluator {evaluator!r}; the frame has {found}."
+                + did_you_mean(evaluator, found)
+            )
+        return evaluator
+    if not found:
+        raise InputError(
+            "not a pairs frame: expected <name>_winner and <name>_error columns (from "
+            f"evaluate_pairwise); columns are {list(columns)}"
+        )
+    if len(found) > 1:
+        raise InputError(
+            f"the pairs frame holds several evaluators {found}: choose one with evaluator="
+        )
+    return found[0]
+
+
 __all__ = [
     "DETAIL_COLUMNS",
     "FINDINGS_COLUMNS",
+    "PAIR_A",
+    "PAIR_B",
+    "PAIR_COLUMNS",
     "RESULT_COLUMNS",
     "SUMMARY_KINDS",
     "check_dtypes",
     "column",
     "evaluator_names",
+    "pair_evaluator_names",
     "resolve_evaluators",
+    "resolve_pair_evaluator",
     "result_columns",
     "result_schema",
     "score",
+    "TIE",
 ]

@@ -12,6 +12,9 @@ Parquet file scored last month as on a frame scored a second ago.
 - ``side_by_side``: :func:`side_by_side`, one row per key, a column group per group of
   ``by`` (``fk.side_by_side``; ``_report_side_by_side`` is its HTML view).
 - ``_table``: :func:`format_table`, a summary as text for a terminal.
+- ``rank``: :func:`rank`, groups ranked from a pairs frame (``fk.rank``): win rates and
+  Bradley-Terry strengths (``_bradley_terry``) with bootstrap intervals; ``_pairs`` reads
+  a pairs frame into arrays.
 - ``agreement``, ``calibrate``, ``gate``: agreement with people, calibrated thresholds,
   pass/fail gates (``fk.agreement``, ``fk.calibrate``, ``fk.gate``).
 """

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from framekit.testing.simulator import (
         JudgeSimulator,
         NoisyJudge,
+        PairwiseJudge,
         SimulatorConfig,
         SimulatorProcess,
         SimulatorStats,
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "JudgeSimulator",
     "NoisyJudge",
+    "PairwiseJudge",
     "SimulatorConfig",
     "SimulatorProcess",
     "SimulatorStats",

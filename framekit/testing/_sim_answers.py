@@ -12,7 +12,8 @@ The answer rule
   the schema does not have, or values outside an enum: that is how tests provoke invalid
   answers. The keys ``fault``, ``first``, ``retry_after`` and ``latency`` are reserved for
   the HTTP layer and never become properties; ``truth`` and ``confidence`` steer the label
-  probabilities and noisy judges (``_sim_logprobs``) and never become properties either.
+  probabilities and noisy judges (``_sim_logprobs``), and ``quality`` the pairwise judge
+  (``_sim_pairwise``: two candidates, an "A" / "B" / "tie" label); none becomes a property.
 * The *subject* of a request is the last user message that holds a ``[BEGIN DATA: ...]``
   block, or else the last user message. (So an appended instruction or re-ask turn does
   not change the answer.)
@@ -55,10 +56,10 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from framekit.testing import _sim_logprobs
+from framekit.testing import _sim_logprobs, _sim_pairwise
 
 RESERVED_KEYS = frozenset(
-    {"fault", "first", "retry_after", "latency", "truth", "confidence", "reply"}
+    {"fault", "first", "retry_after", "latency", "truth", "confidence", "reply", "quality"}
 )
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
@@ -436,6 +437,7 @@ def chat_completion(
     template: str | None = None,
     noisy: _sim_logprobs.NoisyJudge | None = None,
     draw: float | None = None,
+    pairwise: _sim_pairwise.PairwiseJudge | None = None,
 ) -> dict[str, Any]:
     """The OpenAI ``chat.completion`` object answering ``body``.
 
@@ -447,6 +449,9 @@ def chat_completion(
     answer carries ``logprobs.content`` (see ``_sim_logprobs``). ``draw`` (a uniform number,
     ``SimulatorConfig.sample_at_temperature``) samples the label from its distribution, as
     a model decoding at temperature > 0 would, instead of answering the likeliest.
+    ``pairwise`` (``SimulatorConfig.pairwise_judge``) answers a pairwise request (two
+    ``quality=`` markers and an "A" / "B" label; see ``_sim_pairwise``), default one
+    without position bias.
     Raises ``ValueError`` for a request without a ``messages`` list, or asking for
     ``top_logprobs`` outside 0..20 or without ``logprobs``.
     """
@@ -464,7 +469,13 @@ def chat_completion(
         value = build_instance(schema, subject)
         if isinstance(value, dict):
             model = str(body.get("model") or "")
-            verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
+            verdict = _sim_pairwise.pairwise_verdict(
+                pairwise or _sim_pairwise.PairwiseJudge(), schema, subject, markers, model
+            )
+            if verdict is not None:
+                value[verdict.field] = verdict.label
+            else:
+                verdict = _sim_logprobs.judge(value, schema, subject, markers, model, noisy)
             value.update(marked_values(schema, props, claimed_text(subject)))
             for key in omitted:
                 value.pop(key, None)

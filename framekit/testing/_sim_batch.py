@@ -366,6 +366,7 @@ class BatchSim:
             created,
             template=self.app.config.reply_template,
             noisy=self.app.config.noisy_judge(body.get("model")),
+            pairwise=self.app.config.pairwise_judge(body.get("model")),
         )
         cached, written = self._cache(batch["kind"], body, completion)
         if batch["kind"] == "anthropic":

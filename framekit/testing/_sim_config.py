@@ -15,6 +15,7 @@ from typing import Any
 from framekit.testing._sim_cache import STYLES as _CACHE_STYLES
 from framekit.testing._sim_echo import ECHO_MODES as _ECHO_MODES
 from framekit.testing._sim_logprobs import NoisyJudge
+from framekit.testing._sim_pairwise import PairwiseJudge
 
 _RETRY_AFTER_STYLES = (None, "seconds", "ms", "http-date")
 _RATES = (
@@ -26,6 +27,8 @@ _RATES = (
     "null_content_rate",
     "refusal_rate",
 )
+
+_UNBIASED = PairwiseJudge()
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,13 @@ null_content_rate, refusal_rate : float
         names, and ``stats()["by_model"]`` counts each one's requests. A label's truth is
         the ``@sim(truth=...)`` marker, else the sha256 choice. Dicts of the fields (or
         that mapping as a JSON string, on the command line) are accepted.
+    pairwise_judges : mapping of str to PairwiseJudge
+        Model name (or ``"*"``) -> the :class:`PairwiseJudge` answering pairwise requests
+        (an ``"A"`` / ``"B"`` / ``"tie"`` label and two ``@sim(quality=q)`` markers, one
+        per candidate): a share ``bias`` of answers ``"A"`` whatever the candidates, else
+        the better candidate with a logistic probability of the quality difference (see
+        ``_sim_pairwise``). Models not named get ``PairwiseJudge()``: no position bias.
+        Dicts of the fields, or the mapping as a JSON string, are accepted.
 
     Examples
     --------
@@ -150,6 +160,7 @@ null_content_rate, refusal_rate : float
     batch_expired_rate: float = 0.0
     batch_validation_error: str | None = None
     noisy_judges: Mapping[str, NoisyJudge] = dataclasses.field(default_factory=dict)
+    pairwise_judges: Mapping[str, PairwiseJudge] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         judges: Any = self.noisy_judges
@@ -159,6 +170,16 @@ null_content_rate, refusal_rate : float
             raise ValueError("noisy_judges must map model names to NoisyJudge fields")
         coerced = {str(model): NoisyJudge.coerce(j) for model, j in judges.items()}
         object.__setattr__(self, "noisy_judges", coerced)
+        pairwise: Any = self.pairwise_judges
+        if isinstance(pairwise, str):
+            pairwise = json.loads(pairwise)
+        if not isinstance(pairwise, Mapping):
+            raise ValueError("pairwise_judges must map model names to PairwiseJudge fields")
+        object.__setattr__(
+            self,
+            "pairwise_judges",
+            {str(model): PairwiseJudge.coerce(j) for model, j in pairwise.items()},
+        )
         if self.latency < 0 or (self.latency_max is not None and self.latency_max < self.latency):
             raise ValueError("need 0 <= latency <= latency_max")
         if self.rpm is not None and self.rpm <= 0:
@@ -197,6 +218,12 @@ null_content_rate, refusal_rate : float
         if not judges:
             return None
         return judges.get(str(model)) or judges.get("*")
+
+    def pairwise_judge(self, model: Any) -> PairwiseJudge:
+        """The pairwise judge answering as ``model`` (its own entry, else ``"*"``, else one
+        without position bias)."""
+        judges = self.pairwise_judges
+        return judges.get(str(model)) or judges.get("*") or _UNBIASED
 
     def to_dict(self) -> dict[str, Any]:
         """The fields as a JSON-ready dict."""

@@ -394,6 +394,7 @@ class SimApp:
             int(time.time()),
             template=cfg.reply_template,
             noisy=cfg.noisy_judge(payload.get("model")),
+            pairwise=cfg.pairwise_judge(payload.get("model")),
             draw=self._sampling_draw(payload),
         )
         cached, written, prefixes = self.cache_usage(payload, completion)

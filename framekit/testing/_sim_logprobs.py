@@ -43,8 +43,10 @@ __all__ = [
     "expected_confidence",
     "label_distribution",
     "logprobs_content",
+    "label_property",
     "noisy_verdict",
     "tokenize",
+    "uniforms",
 ]
 
 _TOKEN = re.compile(r"\s?[A-Za-z]+|\s?\d+|\s?[^\sA-Za-z\d]+|\s+")
@@ -109,7 +111,7 @@ class Verdict:
     probabilities: dict[str, float] | None
 
 
-def _uniforms(*parts: Any) -> list[float]:
+def uniforms(*parts: Any) -> list[float]:
     """Four uniforms on [0, 1) fixed by ``parts`` (one sha256 digest, 64 bits each)."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode("utf-8")).digest()
     return [int.from_bytes(digest[i : i + 8], "big") / 2.0**64 for i in range(0, 32, 8)]
@@ -124,7 +126,7 @@ def expected_confidence(subject: str) -> float:
     >>> 0.5 <= expected_confidence("Is the sky blue?") < 1.0
     True
     """
-    return 0.5 + 0.5 * _uniforms("confidence", subject)[0]
+    return 0.5 + 0.5 * uniforms("confidence", subject)[0]
 
 
 def label_distribution(labels: Sequence[str], chosen: str, confidence: float) -> dict[str, float]:
@@ -163,7 +165,7 @@ def noisy_verdict(
         raise ValueError(
             f"a noisy judge's accuracy {judge.accuracy} is below chance for {len(labels)} labels"
         )
-    spread, coin, pick, report = _uniforms(judge.seed, model, subject)
+    spread, coin, pick, report = uniforms(judge.seed, model, subject)
     above = 1.0 if len(labels) == 1 else (judge.accuracy - chance) / (1.0 - chance)
     draw = 1.0 if above >= 1.0 else 0.0 if above <= 0.0 else spread ** (1.0 / above - 1.0)
     confidence = chance + (1.0 - chance) * draw
@@ -196,7 +198,8 @@ def sampled(verdict: Verdict, draw: float) -> Verdict:
     return Verdict(verdict.field, list(verdict.probabilities)[-1], verdict.probabilities)
 
 
-def _label_property(schema: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+def label_property(schema: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+    """The answer's label: the first property with an ``enum`` of strings, and its labels."""
     for name, sub in (schema.get("properties") or {}).items():
         enum = sub.get("enum") if isinstance(sub, Mapping) else None
         if isinstance(enum, list) and enum and all(isinstance(v, str) for v in enum):
@@ -214,7 +217,7 @@ def judge(
 ) -> Verdict | None:
     """Settle the answer's label (a noisy judge may change ``value`` in place) and its
     probabilities. ``None`` when the schema has no label property."""
-    found = _label_property(schema)
+    found = label_property(schema)
     if found is None:
         return None
     field, labels = found

@@ -43,10 +43,12 @@ from typing import Any, TypedDict, TypeVar
 from framekit.testing._sim_config import SimulatorConfig
 from framekit.testing._sim_http import SimApp, serve
 from framekit.testing._sim_logprobs import NoisyJudge
+from framekit.testing._sim_pairwise import PairwiseJudge
 
 __all__ = [
     "JudgeSimulator",
     "NoisyJudge",
+    "PairwiseJudge",
     "SimulatorConfig",
     "SimulatorProcess",
     "SimulatorStats",
