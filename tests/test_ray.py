@@ -292,3 +292,56 @@ def test_killed_driver_rerun_pays_only_for_calls_in_flight_and_unwritten_answers
     lost = workers * (concurrency + 4)
     assert paid_twice <= lost, paid_twice
     assert sim.stats()["chat"] - first < rows - first + lost + 1
+
+
+#: A process keeping one core busy until it is killed, or for at most a minute.
+_CPU_HOG = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def test_the_shared_limit_holds_a_one_second_window_under_a_cpu_hog_on_both_cores(
+    ray_cluster, simulator_factory
+):
+    import threading
+
+    import ray
+
+    import framekit.ray as fkray
+
+    # 1,200 RPM counted per fixed 1-second window: at most 20 requests in each.
+    sim = simulator_factory(latency=0.05, latency_max=0.2, rpm=1200, rpm_window=1.0)
+    judge = sim_judge(sim, rpm=1200, concurrency=16)
+    rows = 300
+    frame = retrieval_frame(rows)
+    hogs: list[subprocess.Popen[bytes]] = []
+    done = threading.Event()
+
+    def starve_once_scoring_starts() -> None:
+        # Once the workers are sending (their start-up is not what is under test): a busy
+        # loop on each of the machine's two cores, competing with the workers, the limiter
+        # actor and the simulator.
+        while sim.stats()["chat"] == 0 and not done.wait(0.02):
+            pass
+        if not done.is_set():
+            hogs.extend(subprocess.Popen([sys.executable, "-c", _CPU_HOG]) for _ in range(2))
+
+    starter = threading.Thread(target=starve_once_scoring_starts, daemon=True)
+    starter.start()
+    try:
+        blocks = [frame.slice(i, 75).to_arrow() for i in range(0, rows, 75)]
+        scored = collect(
+            fkray.evaluate_dataset(ray.data.from_arrow(blocks), [RetrievalRelevance()], MAPPING,
+                                   judge=judge, cache=False, workers=2, batch_rows=75)
+        )  # fmt: skip
+    finally:
+        done.set()
+        starter.join()
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert hogs, "the run ended before the CPU hogs started"
+    assert scored["retrieval_relevance_error"].null_count() == rows
+    by_status = sim.stats()["by_status"]
+    assert by_status[200] == rows
+    # Under the hogs, grants reach the starved workers late: sent on arrival, they would
+    # bunch into some windows (main: 1.5-2.4 % 429s here). At most 1 %.
+    assert by_status.get(429, 0) <= rows // 100, by_status
