@@ -55,7 +55,7 @@ def ray_cluster() -> Iterator[str]:
             os.environ["PYTHONPATH"] = saved
 
 
-def limiter_counts(judge: fk.Judge) -> dict[str, int]:
+def limiter_counts(judge: fk.Judge) -> dict[str, float]:
     import ray
 
     from framekit.ray._limiter import NAMESPACE, limiter_name
@@ -119,8 +119,10 @@ def test_dataset_scores_like_evaluate_dataframe_dedups_per_block_and_shares_the_
     # Three blocks of 40 rows, each holding all 30 distinct requests: deduplicated within
     # each block, and (with no cache) paid again in the next.
     assert judge_simulator.stats()["chat"] == 90
-    # Every one of them was granted by the cluster's one limiter actor.
-    assert limiter_counts(judge)["granted"] == 90
+    # Every one of them was granted by the cluster's one limiter actor (besides grants
+    # that reached a worker too late to be used, and were asked again).
+    counts = limiter_counts(judge)
+    assert counts["granted"] - counts["expired"] == 90
     expected = fk.evaluate_dataframe(frame, [RetrievalRelevance()], MAPPING, judge=judge,
                                      cache=False, progress=False)  # fmt: skip
     assert got.columns == expected.columns
