@@ -11,7 +11,14 @@
    (the steady state; actor start-up is reported apart, as the wall time). The control:
    the same rows through the local engine in one process, against the same simulator, in
    the same run (on a loaded machine, how much of a shortfall is the machine's).
-3. The offline judge: a ``--parquet-rows`` Parquet file (``--distinct`` distinct
+3. CPU starvation (``--cpu-hog``): the same windowed simulator at ``--hog-limit-rpm``,
+   2 Ray workers x concurrency 32 through the shared limiter, with a busy loop on each of
+   the machine's two cores from the first request to the last, and once without them;
+   each case with the framekit of ``--before`` (a commit, default ``main``) and of this
+   checkout, in child processes back to back (each its own Ray instance). Reported: the
+   share of the limit reached, the share of 429s, and the limiter's expired grants, lead
+   and tolerance.
+4. The offline judge: a ``--parquet-rows`` Parquet file (``--distinct`` distinct
    (question, docs) pairs, slices of ``--slice-rows``) scored by
    ``fk.evaluate_parquet(engine="ray")`` on 1 worker and on 2 (each worker 1 CPU), and by
    the local engine; the three files must be identical.
@@ -20,6 +27,7 @@ Prints the figures and writes ``benchmarks/results/ray.json``.
 
     python benchmarks/bench_ray.py [--rows 1500] [--limit-rpm 3000] [--judge-rpm R]
         [--parquet-rows 200000] [--skip-rate] [--skip-offline]
+        [--cpu-hog [--hog-rows 600] [--hog-limit-rpm 1200] [--before main]]
 """
 
 from __future__ import annotations
@@ -36,11 +44,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+#: Where this process's framekit comes from: this checkout, or the ``--before`` tree a
+#: parent run of the CPU-hog comparison unpacked.
+FRAMEKIT_ROOT = os.environ.get("BENCH_FRAMEKIT_ROOT", str(ROOT))
+sys.path[:0] = [FRAMEKIT_ROOT, str(ROOT)]
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-# Ray's workers import this checkout's framekit, not another one in the venv.
+# Ray's workers import that framekit, not another one in the venv.
 os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p
+    p for p in (FRAMEKIT_ROOT, str(ROOT), os.environ.get("PYTHONPATH")) if p
 )
 
 import polars as pl  # noqa: E402
@@ -49,7 +60,7 @@ import ray.data  # noqa: E402
 
 import framekit as fk  # noqa: E402
 import framekit.ray as fkray  # noqa: E402
-from benchmarks._common import RESULTS, write_results  # noqa: E402
+from benchmarks._common import RESULTS, before_tree, write_results  # noqa: E402
 from framekit.evaluators import RetrievalRelevance  # noqa: E402
 from framekit.testing import JudgeSimulator, SimulatorConfig  # noqa: E402
 from framekit.testing._sim_http import Reply, SimApp, error_body  # noqa: E402
@@ -249,16 +260,29 @@ def main() -> None:
     parser.add_argument("--judge-rpm", type=float, default=None, help="default: the limit")
     parser.add_argument("--skip-offline", action="store_true")
     parser.add_argument("--skip-rate", action="store_true")
+    parser.add_argument("--cpu-hog", action="store_true", help="the CPU-starvation comparison")
+    parser.add_argument("--hog-rows", type=int, default=600)
+    parser.add_argument("--hog-limit-rpm", type=float, default=1200)
+    parser.add_argument("--before", default="main", help="the commit to compare with")
+    parser.add_argument("--hog-child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hog_child is not None:
+        print(json.dumps(hog_child(args.hog_rows, args.hog_limit_rpm, args.hog_child)))
+        return
 
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    ray.data.DataContext.get_current().enable_progress_bars = False
     # A part skipped in this run keeps its figures from the previous one (each part's
     # ratios come from one run; each part records the load it ran under).
     previous = RESULTS / "ray.json"
     results: dict[str, Any] = json.loads(previous.read_text()) if previous.exists() else {}
-    kept = ("limiter_actor", "offline_judge")
+    kept = ("limiter_actor", "offline_judge", "cpu_hog")
     results = {k: v for k, v in results.items() if k in kept or k.startswith("rate_limit_")}
+    if args.cpu_hog:  # first, and in child processes with Ray instances of their own
+        results["cpu_hog"] = hog_part(args)
+    if args.skip_rate and args.skip_offline:
+        write_results("ray", results)
+        return
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
     if not args.skip_rate:
         results["limiter_actor"] = limiter_cost()
         print(results["limiter_actor"], file=sys.stderr)
@@ -293,6 +317,76 @@ def rate_part(args: argparse.Namespace) -> dict[str, Any]:
             part[name] = run()
             print(name, part[name], file=sys.stderr)
     part["load_average_1m"].append(round(os.getloadavg()[0], 1))
+    return part
+
+
+#: A process keeping one core busy until it is killed (or for at most ten minutes).
+CPU_HOG = "import time\nend = time.monotonic() + 600\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def hog_child(rows: int, limit_rpm: float, hogs: int) -> dict[str, Any]:
+    """One run of part 3 (in a child process, with the framekit it was started with)."""
+    import threading
+
+    from framekit.ray._limiter import NAMESPACE, limiter_name
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    accepted: list[float] = []
+    started: list[subprocess.Popen[bytes]] = []
+    done = threading.Event()
+    config = SimulatorConfig(latency=0.2, latency_max=0.6, retry_after="seconds")
+    with JudgeSimulator(config) as sim:
+        windowed_limit(sim._app, int(limit_rpm / 60), WINDOW_S, accepted)
+
+        def starve() -> None:  # from the first request on (not the workers' start-up)
+            while not accepted and not done.wait(0.02):
+                pass
+            if not done.is_set():
+                started.extend(
+                    subprocess.Popen([sys.executable, "-c", CPU_HOG]) for _ in range(hogs)
+                )
+
+        threading.Thread(target=starve, daemon=True).start()
+        load = [round(os.getloadavg()[0], 1)]
+        try:
+            run = rate_run(sim, accepted, rows, True, limit_rpm, limit_rpm)
+        finally:
+            done.set()
+            for hog in started:
+                hog.kill()
+                hog.wait()
+        load.append(round(os.getloadavg()[0], 1))
+        judge = ("openai/sim", sim.api_base, limit_rpm, None)
+        counts = ray.get(ray.get_actor(limiter_name(*judge), NAMESPACE).counts.remote())
+    ray.shutdown()
+    framekit_dir = str(Path(fk.__file__).resolve().parents[1])
+    return {**run, "limiter": counts, "load_average_1m": load, "framekit_from": framekit_dir}
+
+
+def hog_part(args: argparse.Namespace) -> dict[str, Any]:
+    """Part 3: before and after, with and without the hogs, back to back."""
+    part: dict[str, Any] = {
+        "simulator": f"{args.hog_limit_rpm:g} RPM as {args.hog_limit_rpm / 60:g} requests per "
+        "fixed 1-second window; 0.2-0.6 s answers",
+        "rows": args.hog_rows,
+        "workers": 2,
+        "concurrency_per_worker": 32,
+    }
+    with tempfile.TemporaryDirectory() as before:
+        part.update(before_tree(args.before, Path(before)))
+        for hogs in (2, 0):
+            case = part.setdefault("two_cpu_hogs" if hogs else "no_hog", {})
+            for label, root in (("before", before), ("after", str(ROOT))):
+                command = [sys.executable, str(Path(__file__).resolve()), "--hog-child", str(hogs),
+                           "--hog-rows", str(args.hog_rows),
+                           "--hog-limit-rpm", str(args.hog_limit_rpm)]  # fmt: skip
+                # Run from that tree: Ray's workers put the driver's directory first on
+                # their path, ahead of PYTHONPATH.
+                out = subprocess.run(command, env={**os.environ, "BENCH_FRAMEKIT_ROOT": root},
+                                     cwd=root, check=True, capture_output=True, text=True)  # fmt: skip
+                case[label] = json.loads(out.stdout.strip().splitlines()[-1])
+                print(f"{hogs} hogs, {label}:", case[label], file=sys.stderr)
     return part
 
 

@@ -202,6 +202,7 @@ class RateLimiter:
         self.tpm = tpm
         self._rng = random.Random(seed)
         self._rate_factor = 1.0
+        self._spread = 0.0
         self._requests: TokenBucket | None = None
         self._tokens: TokenBucket | None = None
         #: The requests-per-minute limit in force: configured, or announced if lower.
@@ -223,7 +224,7 @@ class RateLimiter:
             return
         self.limit_rpm = rpm
         per_second = rpm / 60.0
-        rate = per_second * (1.0 - self.MARGIN) * self._rate_factor
+        rate = self._paced(per_second) * self._rate_factor
         capacity = max(1.0, per_second * self.MARGIN)
         level = 1.0 if self._requests is None else min(self._requests.level, capacity)
         # Starts with one request, not a full bucket: no start-up burst.
@@ -235,7 +236,7 @@ class RateLimiter:
         self.limit_tpm = tpm
         per_second = tpm / 60.0
         level = None if self._tokens is None else min(self._tokens.level, per_second)
-        self._tokens = TokenBucket(per_second * (1.0 - self.MARGIN), per_second, level)
+        self._tokens = TokenBucket(self._paced(per_second), per_second, level)
 
     @property
     def request_rate(self) -> float | None:
@@ -335,9 +336,35 @@ class RateLimiter:
         """Full-jitter exponential back-off for attempt ``attempt`` (0-based)."""
         return self._rng.uniform(0, min(cap, base * 2**attempt))
 
+    def spread_sends(self, seconds: float) -> None:
+        """Pace for requests that may reach the endpoint up to ``seconds`` late.
+
+        A limiter shared by several processes (``framekit.ray``'s actor) grants each
+        request a send time, and a process starved of CPU sends late (up to ``seconds``
+        beyond what ``MARGIN`` absorbs; later grants are given up). The requests granted
+        over any ``1 + seconds`` may then land in one 1-second window, so the rate is cut
+        to ``1 / (1 + seconds)`` of itself: such a window still holds no more than the
+        limit. 0 (the default) paces as usual.
+
+        Examples
+        --------
+        >>> limiter = RateLimiter(rpm=3000)
+        >>> limiter.spread_sends(0.25)
+        >>> round(limiter.request_rate, 1)  # 50/s, less the margin, / 1.25
+        37.6
+        """
+        self._spread = max(0.0, seconds)
+        self._apply_rate()
+        if self._tokens is not None and self.limit_tpm:
+            self._tokens.rate = self._paced(self.limit_tpm / 60.0)
+
+    def _paced(self, per_second: float) -> float:
+        """The rate requests (or tokens) are granted at for a limit of ``per_second``."""
+        return per_second * (1.0 - self.MARGIN) / (1.0 + self._spread)
+
     def _apply_rate(self) -> None:
         if self._requests is not None and self.limit_rpm:
-            self._requests.rate = self.limit_rpm / 60.0 * (1.0 - self.MARGIN) * self._rate_factor
+            self._requests.rate = self._paced(self.limit_rpm / 60.0) * self._rate_factor
 
 
 class Limiter(Protocol):
