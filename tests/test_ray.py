@@ -371,6 +371,7 @@ def test_late_wake_ups_widen_the_tolerance_and_slow_the_pace_to_fit_the_window()
 _CPU_HOG = "import time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
 
 
+@pytest.mark.cpu_hog
 def test_the_shared_limit_holds_a_one_second_window_under_a_cpu_hog_on_both_cores(
     ray_cluster, simulator_factory
 ):
