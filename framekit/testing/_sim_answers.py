@@ -53,6 +53,7 @@ from framekit.testing import _sim_logprobs
 RESERVED_KEYS = frozenset({"fault", "first", "retry_after", "latency", "truth", "confidence"})
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
+    | {"badutf8", "error200", "echo500"}  # unreadable answers: see _sim_http.unreadable
 )
 REFUSAL_TEXT = "I can't help with that."
 
