@@ -37,7 +37,10 @@ def _good_and_bad(good: int = 40) -> pl.DataFrame:
     return frame.with_columns(
         pl.struct("row_id", "question")
         .map_elements(
-            lambda r: r["question"] + (f" @sim(fault={bad_rows[r['row_id']]})" if r["row_id"] in bad_rows else ""),
+            lambda r: (
+                r["question"]
+                + (f" @sim(fault={bad_rows[r['row_id']]})" if r["row_id"] in bad_rows else "")
+            ),
             return_dtype=pl.String,
         )
         .alias("question")
@@ -86,10 +89,23 @@ def test_cli_writes_40_scored_and_3_errors_and_exits_per_max_failures(simulator_
     sim = simulator_factory(latency=0.02)
     _good_and_bad().write_parquet(tmp_path / "in.parquet")
     runs = {
-        allowed: _cli("evaluate", "in.parquet", *RETRIEVAL_CLI_ARGS, "--judge", "openai/sim",
-                      "--api-base", sim.api_base, "-o", f"out-{allowed}.parquet", "-q",
-                      "--cache", f"cache-{allowed}", "--max-failures", str(allowed),
-                      cwd=tmp_path)  # fmt: skip
+        allowed: _cli(
+            "evaluate",
+            "in.parquet",
+            *RETRIEVAL_CLI_ARGS,
+            "--judge",
+            "openai/sim",
+            "--api-base",
+            sim.api_base,
+            "-o",
+            f"out-{allowed}.parquet",
+            "-q",
+            "--cache",
+            f"cache-{allowed}",
+            "--max-failures",
+            str(allowed),
+            cwd=tmp_path,
+        )  # fmt: skip
         for allowed in (3, 2)
     }
     for allowed, proc in runs.items():
