@@ -12,15 +12,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections import Counter
 from pathlib import Path
 
+import diskcache
+
 import framekit as fk
-from framekit.engine.claims import LEASE_S
+from framekit.engine.claims import LEASE_S, Claims
 from framekit.evaluators import RetrievalRelevance
 from tests.helpers import MAPPING, retrieval_frame, sim_judge
 
@@ -135,3 +139,81 @@ def test_a_process_killed_mid_run_loses_nothing_and_the_other_finishes(simulator
     assert len(paid) == ROWS and max(paid.values()) <= 2
     assert sim.stats()["chat"] <= ROWS + 2 * CONCURRENCY
     _all_in_the_cache(sim, cache)
+
+
+# -- the rule, one process at a time: claims planted as another process leaves them ------
+
+
+def _keys_and_answers(sim, tmp_path: Path, rows: int) -> dict[str, object]:
+    """The cache entries a run of ``rows`` rows writes (so their keys can be claimed)."""
+    filled = fk.Cache(tmp_path / "filled")
+    fk.evaluate_dataframe(
+        retrieval_frame(rows, label="relevant"), [RetrievalRelevance()], MAPPING,
+        judge=sim_judge(sim), cache=filled, progress=False,
+    )  # fmt: skip
+    with diskcache.Cache(str(tmp_path / "filled")) as store:
+        keys = [k for k in store if isinstance(k, str) and k.startswith("chat:")]
+    found = filled.get_many(keys)
+    assert len(found) == rows
+    sim.reset()
+    return found
+
+
+def _plant(cache: Path, keys, expires_in: float) -> None:
+    """Claims of another process (not this one's owner) on ``keys``."""
+    Claims(cache / "claims.db").close()  # the file and its table
+    with sqlite3.connect(cache / "claims.db") as con:
+        con.executemany(
+            "INSERT INTO claims(key, owner, expires) VALUES (?, ?, ?)",
+            [(key, "elsewhere:1:dead", time.time() + expires_in) for key in keys],
+        )
+
+
+def _score(sim, cache: Path):
+    return fk.evaluate_dataframe(
+        retrieval_frame(20, label="relevant"), [RetrievalRelevance()], MAPPING,
+        judge=sim_judge(sim, concurrency=4), cache=cache, progress=False,
+    )  # fmt: skip
+
+
+def test_claims_another_process_holds_are_waited_for_and_their_answers_taken(
+    simulator_factory, tmp_path
+):
+    sim = simulator_factory()
+    answers = _keys_and_answers(sim, tmp_path, 20)
+    cache = tmp_path / "shared"
+    cache.mkdir()
+    _plant(cache, answers, expires_in=60.0)
+
+    def the_other_process_answers() -> None:
+        time.sleep(1.0)
+        fk.Cache(cache).set_many(answers.items())
+
+    other = threading.Thread(target=the_other_process_answers)
+    other.start()
+    started = time.monotonic()
+    out = _score(sim, cache)
+    other.join()
+    assert out["retrieval_relevance_score"].to_list() == [1.0] * 20
+    assert sim.stats()["total"] == 0  # not one paid again: all waited for
+    assert fk.last_run().cache_hits == 20
+    assert 0.9 < time.monotonic() - started < 30.0
+
+
+def test_a_lapsed_claim_is_taken_over_and_a_live_one_once_it_lapses(simulator_factory, tmp_path):
+    sim = simulator_factory()
+    answers = _keys_and_answers(sim, tmp_path, 20)
+    lapsed, live = tmp_path / "lapsed", tmp_path / "live"
+    for cache, expires_in in ((lapsed, -1.0), (live, 2.0)):
+        cache.mkdir()
+        _plant(cache, answers, expires_in)
+        started = time.monotonic()
+        out = _score(sim, cache)
+        took = time.monotonic() - started
+        assert out["retrieval_relevance_score"].to_list() == [1.0] * 20
+        assert sim.stats()["total"] == 20  # asked by this run, once each
+        sim.reset()
+        if cache is lapsed:
+            assert took < 1.5, "a lapsed claim is not waited for"
+        else:  # a claim nobody renews is waited for until it lapses, then taken over
+            assert 1.8 < took < 30.0

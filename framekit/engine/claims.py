@@ -89,10 +89,24 @@ def claims_for(directory: Path) -> Claims | None:
         book = _books.get(path)
         if book is None or book.pid != os.getpid():
             try:
-                book = _books[path] = Claims(Path(path))
+                book = _books[path] = _opened(Path(path))
             except (sqlite3.Error, OSError):
                 return None
         return book if book.usable else None
+
+
+def _opened(path: Path) -> Claims:
+    """The claims file at ``path``; a corrupt one is started afresh (a claim is worth
+    nothing after the lease it was taken for: there is nothing in it to keep)."""
+    try:
+        return Claims(path)
+    except sqlite3.DatabaseError as exc:
+        if "not a database" not in str(exc) and "malformed" not in str(exc):
+            raise
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")
+    return Claims(path)
 
 
 class Claims:
