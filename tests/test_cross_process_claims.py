@@ -99,8 +99,10 @@ def test_a_second_process_started_later_waits_for_the_first_ones_calls(simulator
     cache = tmp_path / "shared"
     first, second = _worker(sim.api_base, cache), _worker(sim.api_base, cache)
     _go(first)
+    while sim.stats()["chat"] == 0:  # (a loaded machine can take a while to send at all)
+        time.sleep(0.01)
     time.sleep(1.5)
-    assert 0 < sim.stats()["chat"] < ROWS, "the runs overlap"
+    assert sim.stats()["chat"] < ROWS, "the runs overlap"
     _go(second)
     reports = [_report(first), _report(second)]
     assert all(r["rows"] == r["scored"] == ROWS for r in reports)

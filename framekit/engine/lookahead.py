@@ -95,7 +95,7 @@ class LookAhead:
             item = next(self._items, None)
             if item is not None:
                 key, request, entry, held = item
-                if not held:
+                if not held or entry is not None:  # (answered, not yet given up)
                     return key, request, entry
                 self._aside.add(asyncio.create_task(self._wait_elsewhere(key, request)))
                 continue
