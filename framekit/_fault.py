@@ -47,6 +47,26 @@ class Fault:
         """Whether asking again may help (429, 5xx, a timeout, a dropped connection)."""
         return self.kind in RETRYABLE
 
+    @property
+    def way(self) -> str:
+        """How the call failed, coarsely: what many requests failing alike share in an
+        outage (see :class:`~framekit.engine.limiter.EndpointHealth`). A refused
+        connection, a 429, any 5xx (a restarting server mixes 502 and 503), else the
+        reason's first words (``Timeout``, ``APIError``...).
+
+        Examples
+        --------
+        >>> Fault("transient", "HTTP 503 overloaded", status=503).way
+        '5xx'
+        >>> Fault("transient", "Timeout: no answer within the judge's timeout").way
+        'Timeout'
+        """
+        if self.connect:
+            return "connect"
+        if self.status is not None:
+            return "5xx" if self.status >= 500 else str(self.status)
+        return self.reason.split(":", 1)[0]
+
     def given_up(self, retries: int) -> str:
         """The row's error once no retry is left: the reason, and how many were spent."""
         return self.reason + (f" (after {retries} retries)" if retries else "")

@@ -76,11 +76,13 @@ def test_two_processes_share_one_cache_without_loss_or_corruption(simulator_fact
 
     for report, (a, b) in zip(reports, ranges):
         assert report["rows"] == report["scored"] == b - a and report["first_id"] == a
-    # Each prompt paid at most twice (once per process), counted at the server.
+    # Each prompt paid once, counted at the server: a prompt the other process is asking
+    # is claimed by it (framekit/engine/claims.py), and this one waits for its answer.
+    # (At most the 8 of one concurrency's worth twice: was up to all 120 shared.)
     paid = Counter(r["messages"][1]["content"] for r in sim.requests)
     assert len(paid) == 360 and max(paid.values()) <= 2
     duplicates = sum(n - 1 for n in paid.values())
-    assert duplicates <= 120
+    assert duplicates <= 8
     print(f"prompts paid twice: {duplicates} of 120 shared")
 
     # Nothing lost, nothing corrupt: the union is served entirely from the cache.

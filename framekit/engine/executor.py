@@ -9,7 +9,9 @@ flight and the answers not yet written (at most
 answers: a small group waits that long to fill); a run that ends, fails, is cancelled or is
 interrupted writes them all before it returns. Just before requests go out the cache is
 asked again (one query for a few of them), so a second process working through the same
-rows does not pay for answers the first one already has.
+rows does not pay for answers the first one already has, and a request the other process
+is asking right now is claimed by it (:mod:`framekit.engine.claims`): this run waits for
+its answer instead of paying for it too (:mod:`framekit.engine.lookahead`).
 
 Two runs at once in one process (two threads of a notebook) would each find the same
 misses and pay for every one twice; with one table of calls in flight per cache
@@ -34,11 +36,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import itertools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +47,9 @@ from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
 from framekit._results import Outcome
 from framekit.engine.cache import Cache, GroupWriter, NullCache
+from framekit.engine.claims import claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
+from framekit.engine.lookahead import LookAhead
 from framekit.engine.sampling import sample_key, vote
 from framekit.engine.stats import RunStats
 from framekit.judges.faults import Fault, raise_for_run
@@ -61,9 +64,6 @@ CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
-#: Keys the cache is asked for at once just before they are sent (another process may
-#: have answered them since the run's first look): one query per this many requests.
-LOOK_AHEAD = 32
 
 
 def outage_budget(max_retries: int) -> float:
@@ -305,6 +305,7 @@ class ChatExecutor(Executor):
         # Answers of this turn of the event loop, handed to the writer together at its
         # end: one wake-up of the thread per turn, not one per answer.
         self._staged: list[tuple[str, Any]] = []
+        self._lookahead: LookAhead | None = None
 
     async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._loop = asyncio.get_running_loop()
@@ -313,6 +314,8 @@ class ChatExecutor(Executor):
             await self._send_all(items, on_done)
         finally:
             await self._drain()
+            if self._lookahead is not None:  # [claims] after the drain: all written
+                await self._lookahead.close()  # the claims of keys left unanswered go
 
     async def _send_all(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._transport = await self.judge.open()
@@ -320,7 +323,11 @@ class ChatExecutor(Executor):
         name = self._transport.name
         if name not in self.stats.transports:
             self.stats.transports.append(name)
-        queue = self._looked_up(items)
+        # [claims] requests claimed and looked up just before they go (engine/lookahead.py)
+        claims = claims_for(self.cache.path) if self.cache.writable else None
+        queue = self._lookahead = LookAhead(
+            items, self.cache, claims, self.limits.concurrency, self.judge.samples == 1
+        )
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
             for _ in range(self.limits.concurrency)
@@ -340,21 +347,9 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
-    def _looked_up(
-        self, items: Iterable[tuple[str, ChatRequest]]
-    ) -> Iterator[tuple[str, ChatRequest, Any]]:
-        """``(key, request, entry)``: each request with what the cache holds for its key
-        now, just before it is sent, asked for :data:`LOOK_AHEAD` keys at a time (one
-        query instead of one per key; a sampled request looks up its samples itself)."""
-        taken = iter(items)
-        size = min(LOOK_AHEAD, self.limits.concurrency)
-        while chunk := list(itertools.islice(taken, size)):
-            found = self.cache.get_many([k for k, _ in chunk]) if self.judge.samples == 1 else {}
-            for key, request in chunk:
-                yield key, request, found.get(key)
-
-    async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
-        for key, request, entry in queue:
+    async def _worker(self, queue: LookAhead, on_done: Callable[[str, Outcome], None]) -> None:
+        while (item := await queue.next()) is not None:
+            key, request, entry = item
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
                 continue
@@ -384,6 +379,8 @@ class ChatExecutor(Executor):
                         self.inflight.publish(key, outcome)
                     else:
                         self.inflight.finish(key, outcome)
+                if not queued:  # [claims] no answer to wait for: another process may ask
+                    queue.unanswered(key)
             on_done(key, outcome)
 
     async def _save(self, key: str, outcome: Outcome) -> bool:
@@ -415,6 +412,8 @@ class ChatExecutor(Executor):
         """The writer thread wrote a group: forget its calls, wake who waits for room."""
         if self.inflight is not None:
             self.inflight.release(keys)
+        if self._lookahead is not None:  # [claims] answered and written: given up
+            self._lookahead.written(keys)
         loop = self._loop
         if self._room_wanted and loop is not None:
             with contextlib.suppress(RuntimeError):  # the loop is gone: nobody waits
@@ -488,7 +487,7 @@ class ChatExecutor(Executor):
             return None
         retryable = fault.retryable
         if retryable:
-            health.on_failure(key, fault.connect)
+            health.on_failure(key, fault.connect, fault.way)
         self._stop_if_endpoint_is_down(fault)
         # During an outage the endpoint, not the request, is at fault: retry without
         # spending the request's budget (the outage has its own).

@@ -20,7 +20,8 @@ about 1,000 per second): pacing at exactly the limit meets those windows' edges 
 
 When the endpoint as a whole fails (an outage: a 503 storm, a restart), the limiter
 lets one probe request through per interval instead of every worker hammering it, and
-the first success reopens the gate (see :class:`EndpointHealth`).
+the first success reopens the gate. An outage is many distinct requests failing the same
+way in a short time, never one request failing every retry (see :class:`EndpointHealth`).
 """
 
 from __future__ import annotations
@@ -115,14 +116,37 @@ class EndpointHealth:
     """Tells an outage of the whole endpoint from failures of single calls.
 
     A *streak* is the run of retryable failures (429, 5xx, timeouts, dropped or refused
-    connections) since the last success. Once a streak holds ``OUTAGE_AFTER`` failures
-    of at least two different requests, the endpoint is in an outage: at most one probe
-    goes out per interval (growing with the outage from ``PROBE_MIN`` to ``PROBE_MAX``
-    seconds) and the first success ends it. The executor decides what an outage costs
-    (see ``ChatExecutor``).
+    connections) since the last success. The rule: **an outage is many distinct requests
+    failing the same way in a short time; the same request failing every retry is that
+    request's (its row's) error.** In numbers:
+
+    - the streak holds failures of the same way (:attr:`Fault.way
+      <framekit.judges.faults.Fault.way>`: 5xx, a timeout, a refused connection, an
+      unreadable answer...) from ``OUTAGE_REQUESTS`` distinct requests within
+      ``OUTAGE_WINDOW`` seconds; ``FIRST_OUTAGE_REQUESTS`` while the endpoint has not
+      answered once in this run (nothing says the rows are at fault then);
+    - a request that already failed before a success and fails again is failing while
+      other requests get through: its failures are its own and never count towards an
+      outage. Three rows whose every answer is unreadable thus fail after their own
+      retries, while the rest of the run is scored, instead of passing for an outage that
+      stops the run.
+
+    During an outage at most one probe goes out per interval (growing with the outage
+    from ``PROBE_MIN`` to ``PROBE_MAX`` seconds) and the first success ends it. The
+    executor decides what an outage costs (see ``ChatExecutor``).
     """
 
-    OUTAGE_AFTER = 3
+    #: Distinct requests failing alike that make an outage once the endpoint has answered:
+    #: a real outage fails every call in flight (16 at the default concurrency) within a
+    #: timeout, while a few bad rows left at the end of a run fail alone (up to 4 of them
+    #: failing the same way for the first time after the last success still read as rows).
+    OUTAGE_REQUESTS = 5
+    #: The same before the endpoint's first answer of the run (an endpoint down from the
+    #: start is told within the first wave of calls).
+    FIRST_OUTAGE_REQUESTS = 3
+    #: Seconds within which those failures must fall (a "short time": a wave of calls
+    #: failing together, not rows failing one by one over minutes).
+    OUTAGE_WINDOW = 30.0
     PROBE_MIN = 0.5
     PROBE_MAX = 8.0
 
@@ -133,43 +157,57 @@ class EndpointHealth:
         self.streak_since = 0.0
         self.connect_failures = 0
         self.not_found = 0
-        self._streak_keys: set[str] = set()
+        self._in_outage = False
+        # The requests failing in this streak: key -> (way, when it last failed).
+        self._failing: dict[str, tuple[str, float]] = {}
+        # Requests that failed before a success: their later failures are their own.
+        self._failed_before: set[str] = set()
         self._next_probe = 0.0
 
     @property
     def in_outage(self) -> bool:
-        return self.streak >= self.OUTAGE_AFTER and len(self._streak_keys) >= 2
+        return self._in_outage
 
     def outage_seconds(self, now: float | None = None) -> float:
         """How long the current outage has lasted (0 when there is none)."""
-        if not self.in_outage:
+        if not self._in_outage:
             return 0.0
         return (time.monotonic() if now is None else now) - self.streak_since
 
     def on_success(self) -> None:
         self.succeeded = True
         self.streak = 0
-        self._streak_keys.clear()
+        self._in_outage = False
+        if self._failing:
+            self._failed_before.update(self._failing)
+            self._failing.clear()
         self._next_probe = 0.0
 
-    def on_failure(self, key: str, connect: bool = False) -> None:
+    def on_failure(self, key: str, connect: bool = False, way: str = "") -> None:
+        """Count one retryable failure of the request ``key``, failed in the way ``way``."""
+        now = time.monotonic()
         if self.streak == 0:
-            self.streak_since = time.monotonic()
+            self.streak_since = now
         self.streak += 1
-        if len(self._streak_keys) < 2:
-            self._streak_keys.add(key)
         if connect:
             self.connect_failures += 1
+        if self._in_outage or key in self._failed_before:
+            return
+        self._failing[key] = (way, now)
+        needed = self.OUTAGE_REQUESTS if self.succeeded else self.FIRST_OUTAGE_REQUESTS
+        since = now - self.OUTAGE_WINDOW
+        alike = sum(1 for w, when in self._failing.values() if w == way and when >= since)
+        self._in_outage = alike >= needed
 
     def gate(self, now: float) -> float:
         """Seconds before the next request may go (0 outside an outage)."""
-        if not self.in_outage:
+        if not self._in_outage:
             return 0.0
         return max(0.0, self._next_probe - now)
 
     def passed(self, now: float) -> None:
         """A request went out: during an outage, the next probe waits an interval."""
-        if self.in_outage:
+        if self._in_outage:
             interval = min(self.PROBE_MAX, max(self.PROBE_MIN, (now - self.streak_since) / 2))
             self._next_probe = now + interval * self._rng.uniform(0.8, 1.2)
 

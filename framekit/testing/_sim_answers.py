@@ -63,6 +63,7 @@ RESERVED_KEYS = frozenset(
 )
 FAULTS = frozenset(
     {"500", "503", "429", "400", "401", "hang", "drop", "malformed", "null", "refusal"}
+    | {"badutf8", "error200", "echo500"}  # unreadable answers: see _sim_http.unreadable
 )
 REFUSAL_TEXT = "I can't help with that."
 

@@ -38,6 +38,9 @@ EMBEDDING_PATHS = frozenset({"/v1/embeddings", "/embeddings"})
 # everything else (user, metadata, timeouts...) is volatile.
 IDENTITY_FIELDS = ("model", "messages", "response_format", "tools", "tool_choice")
 _ERROR_STATUSES = {"400": 400, "401": 401, "429": 429, "500": 500, "503": 503}
+#: Answers no client can read, whatever it retries (``@sim(fault=...)``), as broken
+#: gateways give them: see :func:`unreadable`.
+_UNREADABLE = frozenset({"badutf8", "error200", "echo500"})
 _RATE_FIELDS = (
     ("500", "error_500_rate"),
     ("503", "error_503_rate"),
@@ -251,7 +254,7 @@ class SimApp:
         if rejected is not None:
             return rejected
         if self.config.echo_headers == "answer" and is_chat:
-            reply = self._chat(payload)
+            reply = self._chat(payload, headers)
             text = _sim_echo.echo_text(method, path, query, headers)
             reply.body = json.dumps(_sim_echo.inject(json.loads(reply.body), text)).encode()
             return reply
@@ -259,7 +262,7 @@ class SimApp:
             if messages_api:
                 return self._messages(payload)
             if is_chat:
-                return self._chat(payload)
+                return self._chat(payload, headers)
             return self._embeddings(payload)
         except ValueError as exc:
             return Reply(400, error_body(400, str(exc)), delay=self._latency())
@@ -339,7 +342,7 @@ class SimApp:
             return self.rng.uniform(cfg.latency, cfg.latency_max)
         return cfg.latency
 
-    def _chat(self, payload: dict[str, Any]) -> Reply:
+    def _chat(self, payload: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:
         cfg = self.config
         messages = payload.get("messages")
         if not isinstance(messages, list):
@@ -382,6 +385,8 @@ class SimApp:
                 wait = markers.get("retry_after", 1.0)
                 extra = self._retry_after(float(wait)) if status == 429 else ()
                 return Reply(status, error_body(status), extra, delay=delay)
+            if fault in _UNREADABLE:
+                return unreadable(fault, headers or {}, delay)
             if fault == "hang":
                 delay = cfg.hang_seconds
 
@@ -646,3 +651,20 @@ async def serve(app: SimApp, host: str, port: int) -> asyncio.base_events.Server
     """Start listening; the caller owns the returned server (see :meth:`SimApp.shutdown`)."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: _Connection(app), host, port, backlog=1024)
+
+
+def unreadable(fault: str, headers: dict[str, str], delay: float) -> Reply:
+    """An answer the client cannot use, the same at every attempt (a bad row, not an
+    outage):
+
+    - ``badutf8``: HTTP 200 whose body is not UTF-8 (a proxy that mangled it);
+    - ``error200``: HTTP 200 carrying an OpenAI-style error object instead of a completion;
+    - ``echo500``: a 500 whose message quotes the request's headers (the key among them).
+    """
+    if fault == "badutf8":
+        return Reply(200, b'{"id": "chatcmpl-\xff\xfe", "choices": [\xc3\x28]}', delay=delay)
+    if fault == "error200":
+        message = "The model produced invalid content for this request."
+        return Reply(200, error_body(500, message), delay=delay)
+    text = _sim_echo.echo_text("POST", "/v1/chat/completions", "", headers)
+    return Reply(500, error_body(500, text), delay=delay)

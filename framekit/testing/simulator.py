@@ -66,7 +66,9 @@ class SimulatorStats(TypedDict):
     client abandoned appears in ``faults`` / ``abandoned`` and not there. ``faults`` counts
     each injected behaviour by name: ``auth``, ``storm``, ``rpm``, ``response_format``,
     ``500``, ``503``, ``429``, ``400``, ``401``, ``hang``, ``drop``, ``malformed``,
-    ``null``, ``refusal``.
+    ``null``, ``refusal``, and the unreadable answers a marker asks for: ``badutf8`` (a
+    200 whose body is not UTF-8), ``error200`` (a 200 carrying an error object),
+    ``echo500`` (a 500 quoting the request's headers).
     """
 
     total: int
