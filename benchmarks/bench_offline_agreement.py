@@ -22,18 +22,19 @@ Scores, with ``judge="local"`` and through ``fk.evaluate_dataframe`` (the path u
   it.
 
 Writes ``benchmarks/results/offline_agreement.json``. Either file absent: that part is
-skipped. ``--cache DIR`` keeps the offline judge's embeddings and likelihoods between
-runs; ``--articles N`` scores the first N SummEval articles only, ``--request-articles
-N`` the with-request case only (with the extra it takes about 30 minutes for all 50 on 2
-loaded cores, the likelihoods read alone about 15; the response-only case is then
-measured on those rows too). Published
-LLM-judge figures for comparison are listed in the output.
+skipped; ``--keep-wikiqa`` keeps the last file's WikiQA figures (with their date).
+``--cache DIR`` keeps the offline judge's embeddings and likelihoods between runs;
+``--articles N`` scores the first N SummEval articles only, ``--request-articles N`` the
+with-request case only (with the extra it takes about 30 minutes for all 50 on 2 loaded
+cores, the likelihoods read alone about 15; the response-only case is then measured on
+those rows too). Published LLM-judge figures for comparison are listed in the output.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import sys
 import tempfile
 import time
@@ -49,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 
 import framekit as fk  # noqa: E402
 from benchmarks import _expert_ratings as se  # noqa: E402
-from benchmarks._common import write_results  # noqa: E402
+from benchmarks._common import RESULTS, write_results  # noqa: E402
 from framekit.evaluators import (  # noqa: E402
     AnswerRelevancy,
     Coherence,
@@ -253,6 +254,18 @@ def summeval(
     return out
 
 
+def kept_wikiqa() -> Any:
+    """The WikiQA figures of the last results file, with the date they were measured."""
+    path = RESULTS / "offline_agreement.json"
+    if not path.is_file():
+        return "skipped: --keep-wikiqa and no earlier results"
+    last = json.loads(path.read_text(encoding="utf-8"))
+    kept = last.get("wikiqa_dev")
+    if isinstance(kept, dict):
+        kept.setdefault("measured_on", last.get("machine", {}).get("date"))
+    return kept
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--data", type=Path, default=se.DEFAULT_DATA.parent)
@@ -264,14 +277,18 @@ def main() -> int:
         default=None,
         help="SummEval: the with-request case on the first N articles only",
     )
-    parser.add_argument("--skip-wikiqa", action="store_true")
+    parser.add_argument(
+        "--keep-wikiqa",
+        action="store_true",
+        help="keep the WikiQA figures of the last results file instead of measuring them",
+    )
     args = parser.parse_args()
     figures: dict[str, Any] = {"published": PUBLISHED}
     with tempfile.TemporaryDirectory() as tmp:
         cache = args.cache or Path(tmp)
         wiki, summ = args.data / "wikiqa-dev.tsv", args.data / "summeval-dev.jsonl"
-        if args.skip_wikiqa:
-            figures["wikiqa_dev"] = "skipped: --skip-wikiqa"
+        if args.keep_wikiqa:
+            figures["wikiqa_dev"] = kept_wikiqa()
         else:
             figures["wikiqa_dev"] = (
                 wikiqa(wiki, cache) if wiki.is_file() else f"skipped: {wiki} not found"
