@@ -200,3 +200,43 @@ def test_coherence_reads_a_response_without_a_request_with_the_proxy(tmp_path):
     one = Coherence().score(output=frame["answer"][0], judge="local", cache=False)
     assert one.explanation.startswith("Local similarity proxy")
     assert one.label == out["coherence_label"][1]
+
+
+@needs_embedder
+def test_parts_of_a_run_read_by_another_offline_method_are_not_resumed(tmp_path, monkeypatch):
+    # An interrupted Parquet run keeps its finished slices for a rerun of the same run. A
+    # rerun whose offline judge reads Coherence another way (the lm extra installed since,
+    # or a framekit that reads responses without a request differently) starts over.
+    from typing import Any
+
+    from framekit.io import _evaluate
+
+    src, dest = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    texts = ["It rained all night. So the road is wet.", "The cat sat. Taxes are due."]
+    pl.DataFrame({"answer": texts * 20}).write_parquet(src)
+    original = _evaluate.evaluate_with_stats
+    calls = {"n": 0}
+
+    async def interrupted(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return await original(*args, **kwargs)
+
+    options: dict[str, Any] = dict(judge="local", cache=tmp_path / "c", progress=False)
+    run = [Coherence()], {"output": "answer"}
+    monkeypatch.setattr(lk, "likelihood_available", lambda: False)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
+    monkeypatch.setattr(lk, "likelihood_available", lambda: True)
+    again = fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    assert again.skipped_slices == 0
+    # The same method again resumes (the rule is not "never resume").
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", interrupted)
+    calls["n"] = 0
+    with pytest.raises(KeyboardInterrupt):
+        fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
+    assert fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options).skipped_slices == 2
