@@ -217,9 +217,8 @@ class Prepared:
     @property
     def embeds(self) -> bool:
         """Whether its verdicts follow embeddings: the offline judge's (unless it reads
-        likelihoods; then only the records its evaluator keeps from the scorer, embedded
-        after the likelihood stage), or of an LLM judge's answers (AnswerRelevancy's
-        regenerated questions)."""
+        likelihoods), or of an LLM judge's answers (AnswerRelevancy's regenerated
+        questions)."""
         return (
             isinstance(self.judge, LocalJudge) and not self.scores_likelihood
         ) or self.embeds_answers
