@@ -57,6 +57,44 @@ def coherence_records(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [ev.prepare({"output": r["summary"], "input": f"{ask}\n\n{r['source']}"}) for r in rows]
 
 
+#: The user's turn Coherence's likelihood read for a response without a request before
+#: framekit issue 39 (such a response is now read by the embedding proxy).
+NEUTRAL_REQUEST = "Write a short, clear response."
+
+
+def likelihoods_alone(rows: list[dict[str, Any]], scorer: Any, cache: Any = None) -> np.ndarray:
+    """The mean token log-probability of every summary read alone, after
+    :data:`NEUTRAL_REQUEST`: the measure a response without a request got before issue 39.
+
+    ``cache`` (a :class:`framekit.Cache`) holds the results under the engine's own keys
+    (those runs of that time wrote), so a second script reuses the first one's (about 15
+    minutes for all 800 on two loaded cores).
+    """
+    from framekit.judges.local.likelihood import (
+        LikelihoodInput,
+        likelihood_from_cache,
+        likelihood_key,
+        likelihood_to_cache,
+    )
+
+    inputs = [LikelihoodInput(NEUTRAL_REQUEST, (), r["summary"]) for r in rows]
+    keys = [likelihood_key(item) for item in inputs]
+    found = (
+        {k: likelihood_from_cache(v) for k, v in cache.get_many(set(keys)).items()}
+        if cache is not None
+        else {}
+    )
+    missing = sorted({k: i for i, k in enumerate(keys) if k not in found}.values())
+    # In chunks, each cached as it ends: a stopped script resumes where it was.
+    for start in range(0, len(missing), 32):
+        chunk = missing[start : start + 32]
+        results = scorer.score([inputs[i] for i in chunk])
+        found.update({keys[i]: r for i, r in zip(chunk, results)})
+        if cache is not None:
+            cache.set_many((keys[i], likelihood_to_cache(r)) for i, r in zip(chunk, results))
+    return np.array([found[k].mean_logprob for k in keys])
+
+
 def similarity_measures(rows: list[dict[str, Any]], embedder: Any) -> np.ndarray:
     """Groundedness's similarity proxy measure per summary (sentences embedded once)."""
     from framekit.evaluators import _offline_support as support

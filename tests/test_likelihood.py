@@ -172,8 +172,11 @@ def test_context_recall_and_coherence_hooks_score_their_own_text(scorer):
     assert (item.instruction, item.documents) == ("Why wet?", ())
     verdict = coherence.likelihood_verdict(rec, scorer.score([item])[0])
     assert verdict.label in coherence.choices and verdict.value == coherence.choices[verdict.label]
-    hidden = Coherence(include_inputs=False)
-    assert hidden.local_likelihood_inputs(rec).instruction == support.NO_REQUEST
+    # A response without a request (or with it hidden) is left to the embedding proxy.
+    assert Coherence(include_inputs=False).local_likelihood_inputs(rec) is None
+    for request in (None, "", "   "):
+        alone = coherence.prepare({"output": "It rained. So the road is wet.", "input": request})
+        assert coherence.local_likelihood_inputs(alone) is None, repr(request)
 
 
 # -- the pure parts: verdicts from a score ---------------------------------------------------

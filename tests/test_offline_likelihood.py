@@ -15,6 +15,7 @@ import pytest
 
 import framekit as fk
 from framekit import _provenance
+from framekit.engine.dryrun import plan_requests
 from framekit.evaluators import Coherence, ContextRecall, Groundedness, RetrievalRelevance
 from framekit.judges.local import likelihood as lk
 from framekit.judges.local.embedder import local_model_available
@@ -60,7 +61,7 @@ def test_with_the_extra_the_local_judge_reads_likelihoods_and_says_so(tmp_path):
     for name in READ_BY_LM:
         assert out[f"{name}_error"].null_count() == 3, out[f"{name}_error"].to_list()
         assert out[f"{name}_explanation"].str.starts_with("Local likelihood").all(), name
-        assert methods()[name] == f"likelihood ({lk.MODEL_ID})"
+        assert methods()[name].startswith(f"likelihood ({lk.MODEL_ID})")
     assert '"method": "likelihood"' in out["groundedness_details"][0]
     # Relevance has no likelihood hooks: it stays on embeddings.
     assert methods()["retrieval_relevance"].startswith("embedding proxy")
@@ -148,6 +149,10 @@ def test_likelihood_true_without_the_extra_stops_before_any_paid_call(
 def test_the_local_judge_names_its_method_per_evaluator(monkeypatch):
     judge = fk.LocalJudge(likelihood=True)
     assert judge.method(Groundedness()) == f"likelihood ({lk.MODEL_ID})"
+    assert judge.method(Coherence()) == (
+        f"likelihood ({lk.MODEL_ID}) for responses with a request; "
+        f"embedding proxy ({judge.model_id}) for the others"
+    )
     assert judge.method(RetrievalRelevance()).startswith("embedding proxy")
     monkeypatch.setattr(lk, "likelihood_available", lambda: False)
     assert not fk.LocalJudge().scores_likelihood(Coherence())
@@ -155,3 +160,83 @@ def test_the_local_judge_names_its_method_per_evaluator(monkeypatch):
     assert fk.LocalJudge().scores_likelihood(Coherence())
     assert not fk.LocalJudge(likelihood=False).scores_likelihood(Coherence())
     assert repr(fk.LocalJudge(likelihood=False)) == "LocalJudge(likelihood=False)"
+
+
+@needs_lm
+@needs_embedder
+def test_coherence_reads_a_response_without_a_request_with_the_proxy(tmp_path):
+    # Read alone, a response is far less probable than after its request: the cut points
+    # fitted with the request labelled 47 of 48 SummEval summaries "Not At All" (issue 39).
+    frame = pl.DataFrame(
+        {
+            "answer": [
+                "It rained all night. So the road is wet.",
+                "It rained all night. So the road is wet.",
+                "It rained all night. So the road is wet.",
+            ],
+            "question": ["Why is the road wet?", None, "  "],
+        }
+    )
+    mapping = {"output": "answer", "input": "question"}
+    plan = plan_requests([frame], [Coherence()], mapping, judge="local", cache=tmp_path)
+    assert (plan.likelihood_texts, plan.local_texts) == (1, 2)  # two sentences embedded
+    out = fk.evaluate_dataframe(
+        frame, [Coherence()], mapping, judge="local", cache=tmp_path, progress=False
+    )
+    assert out["coherence_error"].null_count() == 3
+    explanations = out["coherence_explanation"].to_list()
+    assert explanations[0].startswith("Local likelihood")
+    assert all(e.startswith("Local similarity proxy") for e in explanations[1:])
+    assert fk.last_run().likelihoods_computed == 1
+    assert methods()["coherence"].endswith("for responses with a request; embedding proxy "
+                                           f"({fk.LocalJudge().model_id}) for the others")  # fmt: skip
+    # Hiding the request sends every row to the proxy, and one record is scored alike.
+    hidden = fk.evaluate_dataframe(
+        frame, [Coherence(include_inputs=False)], mapping, judge="local", cache=tmp_path,
+        progress=False,
+    )  # fmt: skip
+    assert hidden["coherence_explanation"].str.starts_with("Local similarity proxy").all()
+    assert fk.last_run().likelihoods_computed == 0
+    one = Coherence().score(output=frame["answer"][0], judge="local", cache=False)
+    assert one.explanation.startswith("Local similarity proxy")
+    assert one.label == out["coherence_label"][1]
+
+
+@needs_embedder
+def test_parts_of_a_run_read_by_another_offline_method_are_not_resumed(tmp_path, monkeypatch):
+    # An interrupted Parquet run keeps its finished slices for a rerun of the same run. A
+    # rerun whose offline judge reads Coherence another way (the lm extra installed since,
+    # or a framekit that reads responses without a request differently) starts over.
+    from typing import Any
+
+    from framekit.io import _evaluate
+
+    src, dest = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    texts = ["It rained all night. So the road is wet.", "The cat sat. Taxes are due."]
+    pl.DataFrame({"answer": texts * 20}).write_parquet(src)
+    original = _evaluate.evaluate_with_stats
+    calls = {"n": 0}
+
+    async def interrupted(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise KeyboardInterrupt
+        return await original(*args, **kwargs)
+
+    options: dict[str, Any] = dict(judge="local", cache=tmp_path / "c", progress=False)
+    run = [Coherence()], {"output": "answer"}
+    monkeypatch.setattr(lk, "likelihood_available", lambda: False)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
+    monkeypatch.setattr(lk, "likelihood_available", lambda: True)
+    again = fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    assert again.skipped_slices == 0
+    # The same method again resumes (the rule is not "never resume").
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", interrupted)
+    calls["n"] = 0
+    with pytest.raises(KeyboardInterrupt):
+        fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options)
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
+    assert fk.evaluate_parquet(src, dest, *run, slice_rows=10, **options).skipped_slices == 2

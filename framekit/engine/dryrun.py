@@ -256,11 +256,11 @@ def plan_requests(
                 for record in share.pending():
                     assert record.fields is not None
                     try:
-                        if read:
-                            hooks = cast(LikelihoodHooks, share.evaluator)
-                            scored = hooks.local_likelihood_inputs(record.fields)
+                        hooks = cast(LikelihoodHooks, share.evaluator)
+                        scored = hooks.local_likelihood_inputs(record.fields) if read else None
+                        if scored is not None:
                             likelihood_keys.add(likelihood_key(scored))
-                        else:
+                        else:  # the embedding proxy reads it
                             texts.update(dict.fromkeys(share.evaluator.local_texts(record.fields)))
                     except RecordError as exc:
                         record.fail(str(exc))

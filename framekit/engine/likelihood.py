@@ -9,6 +9,8 @@ text, and the evaluator turns that into its verdict (``likelihood_verdict``). Ev
 result is cached on disk by (model, prompt, text), so a repeated run loads no model.
 Records sharing a prompt (the same documents) are scored in one call, which evaluates
 the prompt once; each call's results are cached as it ends, so a stopped run resumes.
+A record the evaluator keeps from the scorer (its hook answers ``None``: Coherence's
+response without a request) stays pending here, for the embedding stage that follows.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ async def likelihood_stage(
 ) -> None:
     """Settle the pending records of ``prepared`` (shares whose offline judge reads
     likelihoods: :attr:`Prepared.scores_likelihood
-    <framekit.engine.prepare.Prepared.scores_likelihood>`) from the cache or the scorer."""
+    <framekit.engine.prepare.Prepared.scores_likelihood>`) from the cache or the scorer,
+    but those their evaluator keeps for the embedding proxy."""
     items: list[_Item] = []
     judge: LocalJudge | None = None
     for share in prepared:
@@ -75,6 +78,8 @@ async def likelihood_stage(
             except RecordError as exc:
                 record.fail(str(exc))
                 continue
+            if scored is None:
+                continue  # read by the embedding proxy: the embedding stage settles it
             items.append(_Item(share, record, scored, likelihood_key(scored)))
     if not items or judge is None:
         return

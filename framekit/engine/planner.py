@@ -443,10 +443,13 @@ async def _run_judges(
             plan.receive(key, outcome)
 
     await asyncio.gather(*(answer(judge, keys) for judge, keys in pending))
-    if embedding:
-        await embedding_stage(embedding, cache, stats, show)
     if likelihood:
         await likelihood_stage(likelihood, cache, stats, show)
+        # What the likelihood stage left (records kept for the embedding proxy) is
+        # embedded with the rest.
+        embedding += [share for share in likelihood if share.pending()]
+    if embedding:
+        await embedding_stage(embedding, cache, stats, show)
     for share in prepared:
         for record in share.records:
             if not record.reported:  # what no stage has counted yet (a request not built)

@@ -20,7 +20,13 @@ on the fitting data as the experts' ratings in its band (below 3, 3 to 4.5, 4.5 
 So score, label and pass mark agree, and the order of the measure is kept.
 
 Coherence with the extra uses the likelihood of the response given the request, placed
-on its five labels by cut points fitted to the experts' coherence ratings.
+on its five labels by cut points fitted to the experts' coherence ratings. A response
+without a request is read by the embedding proxy instead (focus and repetition,
+:mod:`framekit.judges.local.coherence`): read alone, a response is far less probable
+than after the text it answers, so those cut points put 47 of 48 SummEval summaries in
+the lowest label (framekit issue 39), and cut points fitted on responses read alone
+would rank them worse than the proxy does (summary-level Spearman 0.12 against 0.30,
+``benchmarks/bench_offline_agreement.py``).
 """
 
 from __future__ import annotations
@@ -46,8 +52,6 @@ CALIBRATION_FILE = "likelihood_calibration.json"
 LLM_FIGURES = {"consistency": 0.51, "coherence": 0.58}
 #: Scores at the knots between the fit's fixed points: see the module docstring.
 KNOT_VALUES = (0.0, 0.5, 0.875, 1.0)
-#: The user's turn for Coherence when the record has no request.
-NO_REQUEST = "Write a short, clear response."
 
 
 class ClaimsChecker(Protocol):
@@ -214,13 +218,15 @@ def claims_likelihood_verdict(
     return Verdict(value, label, explanation, details=details)
 
 
-def coherence_likelihood_input(record: Mapping[str, Any]) -> LikelihoodInput:
-    """The request as the user's turn (a neutral line when there is none), the response."""
+def coherence_likelihood_input(record: Mapping[str, Any]) -> LikelihoodInput | None:
+    """The request as the user's turn and the response; ``None`` when the record has no
+    request (or only whitespace): the embedding proxy reads that response (see the
+    module's docstring for why)."""
     request = record.get("input")
     text = _prompt.as_text(request) if request is not None else ""
-    return LikelihoodInput(
-        text if text.strip() else NO_REQUEST, (), _prompt.as_text(record["output"])
-    )
+    if not text.strip():
+        return None
+    return LikelihoodInput(text, (), _prompt.as_text(record["output"]))
 
 
 def coherence_likelihood_verdict(ev: LabelScale, result: Likelihood) -> Verdict:

@@ -220,9 +220,17 @@ class Coherence(ConversationEvaluator):
     (:mod:`framekit.judges.local.coherence`, ``CALIBRATION.coherence_five``). On the
     SummEval dev half it agrees with experts at a summary-level Spearman of about 0.30
     (an LLM judge such as G-Eval with GPT-4: 0.58; the classic mean similarity of
-    consecutive sentences: 0.04). The request and earlier turns are not used offline; a
-    contradiction on the same topic goes unnoticed. Should a recalibration measure the
-    method under 0.2, its rows fail with that figure instead of carrying a label.
+    consecutive sentences: 0.04). The request and earlier turns are not used by this
+    proxy; a contradiction on the same topic goes unnoticed. Should a recalibration
+    measure the method under 0.2, its rows fail with that figure instead of carrying a
+    label.
+
+    With the ``lm`` extra installed, a response with a request is read instead by the
+    likelihood of the response given the request under SmolLM2-135M-Instruct, with cut
+    points fitted on SummEval (Spearman 0.34 with the article as the request). A response
+    without one stays on the proxy: read alone, its likelihood agrees with the experts
+    at 0.12, and the cut points fitted with the request would label nearly every such
+    response "Not At All".
 
     Examples
     --------
@@ -234,6 +242,8 @@ class Coherence(ConversationEvaluator):
     default_version = "v2"
     required_fields = ("output",)
     optional_fields = ("input", "history")
+    #: The records the offline likelihood scorer reads (the others: the embedding proxy).
+    local_likelihood_scope: ClassVar[str] = "responses with a request"
 
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         from framekit.evaluators import _local
@@ -246,10 +256,13 @@ class Coherence(ConversationEvaluator):
         shown = record if self.include_inputs else {**record, "input": None}
         return _local.coherence_verdict(self, shown, vectors)
 
-    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput:
+    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput | None:
         """What the offline likelihood scorer reads (``framekit[lm]``): the request as the
         user's turn and the response; the engine's offline path calls this, then
-        :meth:`likelihood_verdict`, when the extra is installed."""
+        :meth:`likelihood_verdict`, when the extra is installed. ``None`` for a response
+        without a request (or with ``include_inputs=False``): the embedding proxy
+        (:meth:`local_texts`, :meth:`local_verdict`) reads it, being measured closer to
+        expert ratings there than the likelihood of a response read alone."""
         from framekit.evaluators import _offline_support
 
         shown = record if self.include_inputs else {**record, "input": None}

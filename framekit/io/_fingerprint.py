@@ -17,6 +17,7 @@ import polars as pl
 from framekit.engine.cache import digest
 from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator
+from framekit.judges.local import LocalJudge
 from framekit.judges.resolve import resolve_judge
 
 
@@ -57,6 +58,20 @@ def _mapping_identity(mapping: Mapping[str, MappingValue] | None) -> Any:
     return out
 
 
+def _offline_method(spec: Any, ev: Evaluator) -> str | None:
+    """What the offline judge reads ``ev`` with (embeddings, the likelihood scorer, or
+    both by record), when it is the judge: parts scored by another method (before the
+    ``lm`` extra was installed, or before framekit issue 39 moved Coherence's responses
+    without a request to the proxy) are not picked up."""
+    if spec is not None and spec != "local" and not isinstance(spec, LocalJudge):
+        return None  # an LLM judge (or a cascade): its identity is its model
+    with contextlib.suppress(Exception):
+        judge = resolve_judge(spec)
+        if isinstance(judge, LocalJudge):
+            return judge.method(ev)
+    return None
+
+
 def run_fingerprint(
     evaluators: Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None,
@@ -70,14 +85,16 @@ def run_fingerprint(
     for ev in evaluators:
         attrs = {k: _plain(v) for k, v in sorted(vars(ev).items()) if k != "judge"}
         spec = ev.judge if ev.judge is not None else judge
-        evs.append(
-            {
-                "class": f"{type(ev).__module__}.{type(ev).__qualname__}",
-                "namespace": ev.cache_namespace(),
-                "attrs": attrs,
-                "judge": spec if isinstance(spec, str) else _judge_identity(resolve_judge(spec)),
-            }
-        )
+        entry = {
+            "class": f"{type(ev).__module__}.{type(ev).__qualname__}",
+            "namespace": ev.cache_namespace(),
+            "attrs": attrs,
+            "judge": spec if isinstance(spec, str) else _judge_identity(resolve_judge(spec)),
+        }
+        method = _offline_method(spec, ev)
+        if method is not None:
+            entry["method"] = method
+        evs.append(entry)
     payload = {
         "evaluators": evs,
         "mapping": _mapping_identity(mapping),

@@ -39,6 +39,8 @@ class LocalJudge:
     when the ``lm`` extra is installed (the mean token log-probability of the text given
     its documents or request, under SmolLM2-135M-Instruct: measured closer to expert
     ratings on SummEval, and about 1 text/s on 2 cores against the proxies' ~20).
+    Coherence's response without a request stays on the proxy, measured closer to the
+    experts there.
 
     Parameters
     ----------
@@ -172,11 +174,16 @@ class LocalJudge:
 
     def method(self, evaluator: Any) -> str:
         """What scores ``evaluator`` offline, as the run record says it."""
+        proxy = f"embedding proxy ({self.model_id})"
         if self.scores_likelihood(evaluator):
             from framekit.judges.local.likelihood import MODEL_ID
 
+            # An evaluator that keeps some records from the scorer says which it reads.
+            scope = getattr(evaluator, "local_likelihood_scope", None)
+            if scope:
+                return f"likelihood ({MODEL_ID}) for {scope}; {proxy} for the others"
             return f"likelihood ({MODEL_ID})"
-        return f"embedding proxy ({self.model_id})"
+        return proxy
 
     async def prepare_likelihood(self) -> None:
         """Load the likelihood scorer now (raises :class:`~framekit.MissingDependency`

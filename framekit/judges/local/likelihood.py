@@ -134,9 +134,14 @@ class Likelihood:
 
 class LikelihoodHooks(Protocol):
     """What the offline judge needs of an evaluator to read it with the scorer (the
-    evaluator's own knowledge: what is scored given what, and the verdict it makes)."""
+    evaluator's own knowledge: what is scored given what, and the verdict it makes).
 
-    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput: ...
+    ``local_likelihood_inputs`` may answer ``None`` for a record the scorer should not
+    read (Coherence's response without a request): the embedding proxy
+    (``local_texts`` / ``local_verdict``) reads that record instead.
+    """
+
+    def local_likelihood_inputs(self, record: Mapping[str, Any]) -> LikelihoodInput | None: ...
 
     def likelihood_verdict(self, record: Mapping[str, Any], result: Likelihood) -> Any: ...
 
