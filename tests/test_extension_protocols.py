@@ -104,3 +104,44 @@ def test_a_backend_missing_embed_is_an_input_error_before_any_request(judge_simu
         ev = AnswerRelevancy(embedding_model=NoEmbed())
         ev.score(input=QUESTION, output=RELEVANT, judge=sim_judge(judge_simulator), cache=False)
     assert judge_simulator.stats()["total"] == 0
+
+
+# -- invocation parameters per evaluator ----------------------------------------------
+
+
+def test_two_evaluators_on_one_judge_send_each_their_own_invocation_parameters(
+    judge_simulator, tmp_path
+):
+    from framekit.evaluators import RetrievalRelevance
+
+    judge = sim_judge(judge_simulator)
+    cool = RetrievalRelevance(name="cool", temperature=0.0, reasoning_effort="low")
+    warm = RetrievalRelevance(name="warm", temperature=0.5, max_tokens=300)
+    assert cool.invocation_parameters == {"temperature": 0.0, "reasoning_effort": "low"}
+    assert warm.invocation_parameters == {"temperature": 0.5, "max_tokens": 300}
+    df = pl.DataFrame({"input": ["Capital of France?"], "context": [["Paris is the capital."]]})
+    fk.evaluate_dataframe(df, [cool, warm], judge=judge, cache=tmp_path, progress=False)
+    sent = sorted(
+        (b["temperature"], b["max_tokens"], b.get("reasoning_effort"))
+        for b in judge_simulator.requests
+    )
+    assert sent == [(0.0, judge.max_tokens, "low"), (0.5, 300, None)]
+    # The run record says which evaluator was asked with what.
+    record = fk.last_run().provenance
+    assert record is not None
+    by_name = {e["name"]: e for e in record["evaluators"]}
+    assert by_name["cool"]["invocation_parameters"] == cool.invocation_parameters
+    assert by_name["warm"]["invocation_parameters"] == warm.invocation_parameters
+    # Part of each cache key: a re-run sends nothing.
+    judge_simulator.reset()
+    fk.evaluate_dataframe(df, [cool, warm], judge=judge, cache=tmp_path, progress=False)
+    assert judge_simulator.stats()["total"] == 0
+
+
+def test_an_unknown_invocation_parameter_is_an_input_error_naming_it():
+    from framekit.evaluators import Coherence
+
+    with pytest.raises(fk.InputError, match="unexpected keyword argument 'reasoning_effrot'"):
+        Coherence(reasoning_effrot="low")
+    with pytest.raises(fk.InputError, match="reasoning_effort must be one of"):
+        Coherence(reasoning_effort="max")
