@@ -14,7 +14,7 @@ import polars as pl
 
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
-from framekit.evaluators import _prompt
+from framekit.evaluators import _message_template, _prompt
 from framekit.evaluators.base import (
     FIELD_ALIASES,
     FIELDS,
@@ -125,6 +125,8 @@ class RubricEvaluator(Evaluator):
         self.choices: dict[str, float] = dict(self.spec.choices)
         self.system_prompt: str = self.spec.system if system_prompt is None else system_prompt
         self.prompt_template: str = self.spec.user
+        #: A message-list template (``None``: :attr:`prompt_template` is the user message).
+        self.prompt_messages: list[dict[str, str]] | None = None
         self.include_inputs = include_inputs
         self.include_explanation = include_explanation
         self.explanation_description = str(
@@ -187,12 +189,23 @@ class RubricEvaluator(Evaluator):
         return self.field_texts(record)
 
     def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
+        if self.prompt_messages is not None:
+            rendered = _message_template.render_messages(
+                self.prompt_messages,
+                self.template_blocks(record),
+                escaped_braces=self.escaped_braces,
+            )
+            messages = _message_template.with_data_rule(rendered, self.system_prompt)
+            return self._request(messages)
         user = _prompt.render(
             self.prompt_template, self.template_blocks(record), escaped_braces=self.escaped_braces
         )
         # An empty system prompt sends none: the template alone is the instruction.
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": user})
+        return self._request(messages)
+
+    def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
         return ChatRequest(
             messages=messages,
             schema_name=self.name,
@@ -211,6 +224,10 @@ class RubricEvaluator(Evaluator):
         checks both on the first record before it relies on them.
         """
         kind = type(self)
+        if self.prompt_messages is not None:
+            # Placeholders may sit in any message: each request is built whole (and
+            # keyed whole), never as one varying user message after fixed ones.
+            return None
         if (
             kind.build_request is not RubricEvaluator.build_request
             or kind.field_texts is not RubricEvaluator.field_texts
@@ -241,6 +258,8 @@ class RubricEvaluator(Evaluator):
         request, a field of another type).
         """
         kind = type(self)
+        if self.prompt_messages is not None:
+            return None  # see prompt_renderer
         preparer = next(c for c in kind.__mro__ if "prepare" in c.__dict__)
         if preparer is not Evaluator and not preparer.__dict__.get("prepare_keeps_prompt"):
             return None
@@ -348,6 +367,13 @@ class ClassificationEvaluator(RubricEvaluator):
         (``mapping={"reference": "docs"}``; a column named ``reference`` is read as it
         is). As in Phoenix, a template without a mustache ``{{field}}`` is read as an
         f-string: ``{{`` and ``}}`` are escaped braces, sent as one.
+
+        Or, as Phoenix also takes it, a list of messages ``{"role": "system" | "user" |
+        "assistant", "content": str}``, placeholders in any of them (the fields needed
+        are those of every message). They are sent in order, each value delimited as
+        above; the data rule (``system_prompt``) is added to the first system message,
+        or sent before them when there is none. A bad message is an
+        :class:`~framekit.InputError` naming its index (``prompt_template[1]: ...``).
     choices
         Label -> score in [0, 1], or Phoenix's label -> (score, description). The labels
         go into the answer schema as an ``enum`` (so a strict decoder enforces them;
@@ -374,9 +400,10 @@ class ClassificationEvaluator(RubricEvaluator):
         probability-weighted score over the labels where the judge reports their
         probabilities (see :class:`~framekit.evaluators.base.Evaluator`).
     **decoding
-        ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``, as Phoenix
-        forwards them: this evaluator's judge runs with them set (a copy of the judge;
-        part of the cache key). Every evaluator takes them, and ``direction=``.
+        ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``,
+        ``reasoning_effort=``..., Phoenix's ``invocation_parameters`` (kept under that
+        name): this evaluator's requests are sent with them over the judge's (a copy of
+        the judge; part of the cache key and the run record). Every evaluator takes them.
 
     Examples
     --------
@@ -394,6 +421,16 @@ class ClassificationEvaluator(RubricEvaluator):
     ... )
     >>> rag.required_fields, rag.judge
     (('input', 'reference'), 'openai/gpt-4o-mini')
+    >>> chat = ClassificationEvaluator(
+    ...     "relevance",
+    ...     [
+    ...         {"role": "system", "content": "Answer relevant or unrelated."},
+    ...         {"role": "user", "content": "Question: {input}\nAnswer: {output}"},
+    ...     ],
+    ...     {"relevant": 1.0, "unrelated": 0.0},
+    ... )
+    >>> chat.required_fields
+    ('input', 'output')
     """
 
     def __init__(
@@ -428,35 +465,39 @@ class ClassificationEvaluator(RubricEvaluator):
                 f"{name}: include_inputs=False has no meaning for a custom template; "
                 "leave the {input} placeholder out of the template instead"
             )
-        if not isinstance(prompt_template, str):
-            raise InputError(
-                f"{name}: prompt_template must be text, got {type(prompt_template).__name__}"
-            )
+        message_list = not isinstance(prompt_template, str)
+        raw = (
+            _message_template.read_messages(name, prompt_template)
+            if message_list
+            else [{"role": "user", "content": prompt_template}]
+        )
         scores, descriptions = _read_choices(name, choices)
         if direction not in ("maximize", "minimize"):
             raise InputError(f"{name}: direction must be 'maximize' or 'minimize'")
         # Read as Phoenix reads it: a mustache template when it has a {{variable}}, else
         # an f-string template, where {{ and }} are escaped braces ({{"k": 1}} is sent
-        # as {"k": 1}).
-        mustache = _MUSTACHE.search(prompt_template) is not None
-        template = (
-            _MUSTACHE.sub(
-                lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0),
-                prompt_template,
-            )
-            if mustache
-            else prompt_template
-        )
-        names = _prompt.placeholders(template, escaped_braces=not mustache)
-        unknown = [f for f in names if not _field_of(f)]
-        if unknown:
-            raise InputError(
-                f"{name}: template placeholder {{{unknown[0]}}} is not a field; "
-                "use {input}, {output}, {context}, {history} or {reference} "
-                f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
-            )
+        # as {"k": 1}). A message list is read one way throughout.
+        mustache = any(_MUSTACHE.search(m["content"]) for m in raw)
+        converted = [
+            {**m, "content": _from_mustache(m["content"]) if mustache else m["content"]}
+            for m in raw
+        ]
+        names: list[str] = []
+        for i, message in enumerate(converted):
+            found = _prompt.placeholders(message["content"], escaped_braces=not mustache)
+            unknown = [f for f in found if not _field_of(f)]
+            if unknown:
+                where = f" in prompt_template[{i}]" if message_list else ""
+                raise InputError(
+                    f"{name}: template placeholder {{{unknown[0]}}}{where} is not a field; "
+                    "use {input}, {output}, {context}, {history} or {reference} "
+                    f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
+                )
+            names.extend(f for f in found if f not in names)
         if not names:
             raise InputError(f"{name}: the template has no {{field}} placeholder")
+        # The user message a text template is; a message list's last user message.
+        template = next(m["content"] for m in reversed(converted) if m["role"] == "user")
         spec = TemplateSpec(
             name=name,
             version="custom",
@@ -480,6 +521,8 @@ class ClassificationEvaluator(RubricEvaluator):
         )
         #: Whether {{ and }} in the template stand for one brace (f-string templates).
         self.escaped_braces = not mustache
+        if message_list:
+            self.prompt_messages = converted
         #: placeholder -> the field it shows.
         self.placeholder_fields = {ph: _field_of(ph) for ph in names}
         self.required_fields = tuple(dict.fromkeys(self.placeholder_fields.values()))  # type: ignore[misc]
@@ -496,6 +539,11 @@ class ClassificationEvaluator(RubricEvaluator):
 
     def describe(self) -> str:
         return Evaluator.describe(self) + "\n  template: custom"
+
+
+def _from_mustache(text: str) -> str:
+    """``{{field}}`` as ``{field}``; other double braces stay as written."""
+    return _MUSTACHE.sub(lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0), text)
 
 
 def _field_of(placeholder: str) -> str:
