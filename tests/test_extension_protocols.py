@@ -293,3 +293,71 @@ def test_cache_keys_of_text_templates_and_plain_evaluators_are_unchanged():
         own = JudgeResolver(None)(judge, ev.invocation_parameters)
         request = ev.build_request(ev.prepare(fields))
         assert chat_key(chat_prefix(ev, own), request) == "chat:" + expected, ev.name
+
+
+def test_every_rubric_evaluator_takes_a_message_list_or_text_template(judge_simulator, tmp_path):
+    from framekit.evaluators import (
+        Coherence,
+        ContextRelevance,
+        ResponseRelevance,
+        RetrievalRelevance,
+    )
+
+    rag = [
+        {"role": "system", "content": "Grade retrieval: relevant or irrelevant."},
+        {"role": "user", "content": "Request: {query}\nDocuments:\n{retrieved_documents}"},
+    ]
+    chat = [
+        {"role": "system", "content": "Grade the reply for the rubric."},
+        {"role": "user", "content": "Request: {input}\nReply: {output}"},
+    ]
+    evaluators = [
+        RetrievalRelevance(prompt_template=rag),
+        ContextRelevance(prompt_template=rag),
+        ResponseRelevance(prompt_template=chat),
+        Coherence(prompt_template="Is this reasoning sound?\n{{output}}"),
+    ]
+    assert evaluators[0].required_fields == ("input", "context")
+    assert evaluators[3].required_fields == ("output",)
+    df = pl.DataFrame(
+        {
+            "input": [QUESTION],
+            "output": [RELEVANT],
+            "context": [["Paris is the capital of France."]],
+        }
+    )
+    out = fk.evaluate_dataframe(
+        df, evaluators, judge=sim_judge(judge_simulator), cache=tmp_path, progress=False
+    )
+    for ev in evaluators:
+        assert out[f"{ev.name}_error"].to_list() == [None], ev.name
+    bodies = list(judge_simulator.requests)
+    assert len(bodies) == 4
+    users = {b["messages"][-1]["content"] for b in bodies}
+    assert (
+        f"Request: [BEGIN DATA: query]\n{QUESTION}\n[END DATA: query]\n"
+        "Documents:\n[BEGIN DATA: retrieved_documents]\nDocument 1:\n" in "".join(users)
+    )
+    assert f"Reply: [BEGIN DATA: output]\n{RELEVANT}\n[END DATA: output]" in "".join(users)
+    assert f"Is this reasoning sound?\n[BEGIN DATA: output]\n{RELEVANT}" in "".join(users)
+    grading = [b for b in bodies if b["messages"][0]["content"].startswith("Grade")]
+    assert len(grading) == 3
+    assert all([m["role"] for m in b["messages"]] == ["system", "user"] for b in grading)
+    # The built-in answers are not reused for the custom templates, nor these for them.
+    judge_simulator.reset()
+    fk.evaluate_dataframe(
+        df, [RetrievalRelevance()], judge=sim_judge(judge_simulator), cache=tmp_path,
+        progress=False,
+    )  # fmt: skip
+    assert judge_simulator.stats()["chat"] == 1
+
+
+def test_a_built_in_template_refuses_a_field_it_does_not_read():
+    from framekit.evaluators import Coherence, RetrievalRelevance
+
+    with pytest.raises(fk.InputError, match=r"\{reference\} shows 'reference'.*does not read"):
+        RetrievalRelevance(prompt_template="{input} {reference}")
+    with pytest.raises(fk.InputError, match=r"prompt_template\[0\]: role must be"):
+        RetrievalRelevance(prompt_template=[{"role": "judge", "content": "{input}"}])
+    with pytest.raises(fk.InputError, match="include_inputs=False.*shows \\{input\\}"):
+        Coherence(include_inputs=False, prompt_template="{input} {output}")

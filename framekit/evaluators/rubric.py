@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
@@ -112,6 +113,7 @@ class RubricEvaluator(Evaluator):
         version: str | None = None,
         include_explanation: bool = True,
         spec: TemplateSpec | None = None,
+        prompt_template: str | Sequence[Mapping[str, str]] | None = None,
         **options: Unpack[EvaluatorOptions],
     ) -> None:
         super().__init__(**options)
@@ -133,6 +135,42 @@ class RubricEvaluator(Evaluator):
             self.spec.extra.get("explanation_description", BRIEF_REASONING)
         )
         self.label_descriptions: dict[str, str] | None = None
+        #: placeholder -> the field it shows (``None``: each placeholder names its field).
+        self.placeholder_fields: dict[str, str] | None = None
+        if prompt_template is not None:
+            self.use_template(prompt_template)
+
+    def use_template(self, prompt_template: str | Sequence[Mapping[str, str]]) -> None:
+        """Ask with ``prompt_template`` (text, or a list of ``{"role", "content"}``
+        messages) instead of the built-in user message: its placeholders must be fields
+        this evaluator reads, and those it shows become required (``history`` excepted).
+        The template version becomes ``"custom"``, so its answers are cached apart."""
+        read = read_template(self.name, prompt_template)
+        fields = {ph: _field_of(ph) for ph in read.names}
+        for ph, field in fields.items():
+            if field not in self.fields:
+                raise InputError(
+                    f"{self.name}: template placeholder {{{ph}}} shows {field!r}, which this "
+                    f"evaluator does not read (it reads {', '.join(self.fields)})"
+                )
+        self._show(read)
+        shown = [f for f in fields.values() if f != "history" and f not in self.required_fields]
+        self.required_fields = (*self.required_fields, *shown)  # type: ignore[misc]
+        self.optional_fields = tuple(f for f in self.optional_fields if f not in shown)  # type: ignore[misc]
+        self.version = "custom"
+
+    def _show(self, read: ReadTemplate) -> None:
+        #: Whether {{ and }} in the template stand for one brace (f-string templates).
+        self.escaped_braces = read.escaped_braces
+        self.placeholder_fields = {ph: _field_of(ph) for ph in read.names}
+        self.prompt_template = read.text
+        self.prompt_messages = read.messages if read.message_list else None
+
+    def placeholder_blocks(self, texts: Mapping[str, str]) -> dict[str, str]:
+        """The block of each placeholder of the template, from each field's text."""
+        if not self.placeholder_fields:
+            return dict(texts)
+        return {ph: texts[f] for ph, f in self.placeholder_fields.items() if f in texts}
 
     # -- prompt -----------------------------------------------------------------------
     def field_texts(self, record: Mapping[str, Any]) -> dict[str, str]:
@@ -186,7 +224,7 @@ class RubricEvaluator(Evaluator):
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
         """The text of each ``{placeholder}`` of :attr:`prompt_template`."""
-        return self.field_texts(record)
+        return self.placeholder_blocks(self.field_texts(record))
 
     def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
         if self.prompt_messages is not None:
@@ -236,7 +274,7 @@ class RubricEvaluator(Evaluator):
         ):
             return None
         # The placeholder -> field map: a custom rubric's own, else each names its field.
-        fields = getattr(self, "placeholder_fields", None) or {}
+        fields = self.placeholder_fields or {}
         names = _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces)
         sources = {}
         for name in names:
@@ -265,7 +303,7 @@ class RubricEvaluator(Evaluator):
             return None
         if self.prompt_renderer() is None:
             return None
-        fields = getattr(self, "placeholder_fields", None) or {}
+        fields = self.placeholder_fields or {}
         sources = {}
         for name in _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces):
             field = fields.get(name, name)
@@ -465,39 +503,11 @@ class ClassificationEvaluator(RubricEvaluator):
                 f"{name}: include_inputs=False has no meaning for a custom template; "
                 "leave the {input} placeholder out of the template instead"
             )
-        message_list = not isinstance(prompt_template, str)
-        raw = (
-            _message_template.read_messages(name, prompt_template)
-            if message_list
-            else [{"role": "user", "content": prompt_template}]
-        )
         scores, descriptions = _read_choices(name, choices)
         if direction not in ("maximize", "minimize"):
             raise InputError(f"{name}: direction must be 'maximize' or 'minimize'")
-        # Read as Phoenix reads it: a mustache template when it has a {{variable}}, else
-        # an f-string template, where {{ and }} are escaped braces ({{"k": 1}} is sent
-        # as {"k": 1}). A message list is read one way throughout.
-        mustache = any(_MUSTACHE.search(m["content"]) for m in raw)
-        converted = [
-            {**m, "content": _from_mustache(m["content"]) if mustache else m["content"]}
-            for m in raw
-        ]
-        names: list[str] = []
-        for i, message in enumerate(converted):
-            found = _prompt.placeholders(message["content"], escaped_braces=not mustache)
-            unknown = [f for f in found if not _field_of(f)]
-            if unknown:
-                where = f" in prompt_template[{i}]" if message_list else ""
-                raise InputError(
-                    f"{name}: template placeholder {{{unknown[0]}}}{where} is not a field; "
-                    "use {input}, {output}, {context}, {history} or {reference} "
-                    f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
-                )
-            names.extend(f for f in found if f not in names)
-        if not names:
-            raise InputError(f"{name}: the template has no {{field}} placeholder")
-        # The user message a text template is; a message list's last user message.
-        template = next(m["content"] for m in reversed(converted) if m["role"] == "user")
+        read = read_template(name, prompt_template)
+        template = read.text
         spec = TemplateSpec(
             name=name,
             version="custom",
@@ -519,20 +529,15 @@ class ClassificationEvaluator(RubricEvaluator):
             scoring=scoring,
             **decoding,
         )
-        #: Whether {{ and }} in the template stand for one brace (f-string templates).
-        self.escaped_braces = not mustache
-        if message_list:
-            self.prompt_messages = converted
-        #: placeholder -> the field it shows.
-        self.placeholder_fields = {ph: _field_of(ph) for ph in names}
-        self.required_fields = tuple(dict.fromkeys(self.placeholder_fields.values()))  # type: ignore[misc]
+        self._show(read)
+        shown = (_field_of(ph) for ph in read.names)
+        self.required_fields = tuple(dict.fromkeys(shown))  # type: ignore[misc]
         self.direction = direction
         # Labels without a description say nothing: they are left out of the schema.
         self.label_descriptions = {k: v for k, v in descriptions.items() if v.strip()} or None
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
-        texts = self.field_texts(record)
-        return {ph: texts[f] for ph, f in self.placeholder_fields.items() if f in texts}
+        return self.placeholder_blocks(self.field_texts(record))
 
     def cache_namespace(self) -> str:
         return f"custom:{self.name}"
@@ -541,9 +546,58 @@ class ClassificationEvaluator(RubricEvaluator):
         return Evaluator.describe(self) + "\n  template: custom"
 
 
+@dataclass(frozen=True)
+class ReadTemplate:
+    """A ``prompt_template=`` as read: its messages (a text template is one user
+    message), whether it was given as a list, how braces read, its placeholders."""
+
+    messages: list[dict[str, str]]
+    message_list: bool
+    escaped_braces: bool
+    names: list[str]
+
+    @property
+    def text(self) -> str:
+        """The text template, or a message list's last user message."""
+        return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")
+
+
+def read_template(owner: str, value: Any) -> ReadTemplate:
+    """``prompt_template=`` (text or a message list) checked and read as Phoenix reads
+    it: a mustache template when it has a ``{{field}}``, else an f-string template, where
+    ``{{`` and ``}}`` are escaped braces. A message list is read one way throughout."""
+    message_list = not isinstance(value, str)
+    raw = (
+        _message_template.read_messages(owner, value)
+        if message_list
+        else [{"role": "user", "content": value}]
+    )
+    mustache = any(_MUSTACHE.search(m["content"]) for m in raw)
+    messages = [
+        {**m, "content": _from_mustache(m["content"]) if mustache else m["content"]} for m in raw
+    ]
+    names: list[str] = []
+    for i, message in enumerate(messages):
+        found = _prompt.placeholders(message["content"], escaped_braces=not mustache)
+        unknown = [f for f in found if not _field_of(f)]
+        if unknown:
+            where = f" in prompt_template[{i}]" if message_list else ""
+            raise InputError(
+                f"{owner}: template placeholder {{{unknown[0]}}}{where} is not a field; "
+                "use {input}, {output}, {context}, {history} or {reference} "
+                f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
+            )
+        names.extend(f for f in found if f not in names)
+    if not names:
+        raise InputError(f"{owner}: the template has no {{field}} placeholder")
+    return ReadTemplate(messages, message_list, not mustache, names)
+
+
 def _from_mustache(text: str) -> str:
     """``{{field}}`` as ``{field}``; other double braces stay as written."""
-    return _MUSTACHE.sub(lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0), text)
+    return _MUSTACHE.sub(
+        lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0), text
+    )
 
 
 def _field_of(placeholder: str) -> str:

@@ -69,6 +69,9 @@ class Transport(Protocol):
     itself cannot work, e.g. its worker processes did not start). It bounds the whole
     answer, not each read, by the judge's timeout. Its replies' text is as the endpoint
     sent it: redaction is the reader's (:func:`framekit.judges.request.read_reply`).
+
+    Not a user extension point: ``fk.Judge(transport=)`` takes the names of the two
+    transports framekit ships. Every member below is required of them.
     """
 
     name: TransportName
