@@ -361,3 +361,26 @@ def test_a_built_in_template_refuses_a_field_it_does_not_read():
         RetrievalRelevance(prompt_template=[{"role": "judge", "content": "{input}"}])
     with pytest.raises(fk.InputError, match="include_inputs=False.*shows \\{input\\}"):
         Coherence(include_inputs=False, prompt_template="{input} {output}")
+
+
+def test_a_conversation_message_template_gets_the_earlier_turns_before_its_user_message():
+    from framekit.evaluators import ResponseRelevance
+
+    ev = ResponseRelevance(
+        prompt_template=[
+            {"role": "system", "content": "Grade the reply."},
+            {"role": "user", "content": "Request: {input}\nReply: {output}"},
+        ]
+    )
+    history = [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello! How can I help?"},
+        {"role": "user", "content": QUESTION},
+        {"role": "assistant", "content": RELEVANT},
+    ]
+    request = ev.build_request(ev.prepare({"history": history}))
+    roles = [m["role"] for m in request.messages]
+    assert roles == ["system", "user"]
+    user = request.messages[1]["content"]
+    assert "Hello! How can I help?" in user.split("Request:")[0]  # the earlier turns first
+    assert f"[BEGIN DATA: input]\n{QUESTION}\n[END DATA: input]" in user

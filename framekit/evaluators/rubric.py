@@ -463,7 +463,7 @@ class ClassificationEvaluator(RubricEvaluator):
     ...     "relevance",
     ...     [
     ...         {"role": "system", "content": "Answer relevant or unrelated."},
-    ...         {"role": "user", "content": "Question: {input}\nAnswer: {output}"},
+    ...         {"role": "user", "content": "Question: {input}\\nAnswer: {output}"},
     ...     ],
     ...     {"relevant": 1.0, "unrelated": 0.0},
     ... )
