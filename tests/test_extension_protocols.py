@@ -290,7 +290,7 @@ def test_cache_keys_of_text_templates_and_plain_evaluators_are_unchanged():
         ),
     ]
     for ev, fields, expected in cases:
-        own = JudgeResolver(None)(judge, ev.invocation_parameters)
+        own = JudgeResolver(None)(judge, ev.judge_options)  # the name main has too
         request = ev.build_request(ev.prepare(fields))
         assert chat_key(chat_prefix(ev, own), request) == "chat:" + expected, ev.name
 
