@@ -17,7 +17,7 @@ from dataclasses import replace
 from numbers import Real
 from typing import TYPE_CHECKING, Any
 
-from framekit._errors import InputError, did_you_mean
+from framekit._errors import InputError, UnknownOptionError, did_you_mean
 
 if TYPE_CHECKING:
     from framekit.judges.judge import Judge
@@ -38,12 +38,6 @@ DECODING_OPTIONS = {
 _EFFORTS = ("minimal", "low", "medium", "high")
 
 
-class UnknownOptionError(InputError, TypeError):
-    """An evaluator keyword that is neither its own nor a decoding option: an
-    :class:`~framekit.InputError`, and a ``TypeError`` as Python's own for an unexpected
-    keyword argument."""
-
-
 def check_decoding(
     owner: str, options: Mapping[str, Any], own: tuple[str, ...] = ()
 ) -> dict[str, Any]:
@@ -60,7 +54,7 @@ def check_decoding(
     >>> check_decoding("relevance", {"temprature": 0.0})
     Traceback (most recent call last):
     ...
-    framekit.judges.decoding.UnknownOptionError: relevance: unexpected keyword argument 'temprature'. Did you mean 'temperature'? An evaluator takes the decoding options temperature, max_tokens, top_p, seed, stop, presence_penalty, frequency_penalty, reasoning_effort (passed to its judge); other judge settings go on fk.Judge(model, ...)
+    framekit._errors.UnknownOptionError: relevance: unexpected keyword argument 'temprature'. Did you mean 'temperature'? An evaluator takes the decoding options temperature, max_tokens, top_p, seed, stop, presence_penalty, frequency_penalty, reasoning_effort (passed to its judge); other judge settings go on fk.Judge(model, ...)
     """
     for key, value in options.items():
         if key not in DECODING_OPTIONS:
