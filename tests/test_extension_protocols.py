@@ -384,3 +384,10 @@ def test_a_conversation_message_template_gets_the_earlier_turns_before_its_user_
     user = request.messages[1]["content"]
     assert "Hello! How can I help?" in user.split("Request:")[0]  # the earlier turns first
     assert f"[BEGIN DATA: input]\n{QUESTION}\n[END DATA: input]" in user
+
+
+def test_the_backend_given_is_the_one_kept():
+    backend = MinimalSyncBackend()
+    ev = AnswerRelevancy(embedding_model=backend)
+    assert ev.embedding_model is backend
+    assert ev.embedding_name() == backend.model_id

@@ -136,9 +136,13 @@ class AnswerRelevancy(Evaluator):
             )
         if not isinstance(n_questions, int) or not 1 <= n_questions <= 20:
             raise InputError(f"{self.name}: n_questions must be an integer in [1, 20]")
-        if not (embedding_model is None or isinstance(embedding_model, str)):
-            # Checked now, so a backend missing a member fails before any request.
-            embedding_model = as_embedding_backend(embedding_model, self.name)
+        # A user's backend is checked now, so one missing a member fails before any
+        # request, and completed with the defaults of the members it leaves out.
+        self._own_backend: EmbeddingBackend | None = (
+            None
+            if embedding_model is None or isinstance(embedding_model, str)
+            else as_embedding_backend(embedding_model, self.name)
+        )
         self.version = version
         self.spec: TemplateSpec = load_template(self.template_name, version)
         self.n_questions = n_questions
@@ -244,7 +248,8 @@ class AnswerRelevancy(Evaluator):
             from framekit.judges.litellm.embeddings import RemoteEmbeddings
 
             return RemoteEmbeddings(model, judge if isinstance(judge, Judge) else None)
-        return model
+        assert self._own_backend is not None
+        return self._own_backend
 
     def embedding_name(self) -> str:
         model = self.embedding_model
