@@ -13,6 +13,7 @@ clauses still catch it::
     ├── InputError (ValueError)              before any judge call
     │   ├── MappingError                     a missing column or unmapped field
     │   ├── JudgeSpecError (TypeError)       judge= of the wrong type
+    │   ├── UnknownOptionError (TypeError)   an evaluator keyword it does not take
     │   ├── TraceFormatError                 a span export that cannot be read
     │   │   ├── SpanExportNotFound (FileNotFoundError)
     │   │   └── GenAIFormatError             a gen_ai.* attribute of the wrong shape
@@ -50,6 +51,14 @@ class InputError(FramekitError, ValueError):
 
 class MappingError(InputError):
     """A mapping names a missing column, or an evaluator lacks a required field."""
+
+
+class UnknownOptionError(InputError, TypeError):
+    """An evaluator keyword that is neither its own nor a decoding option.
+
+    Also a ``TypeError``, as Python's own for an unexpected keyword argument (what it
+    was before it was an :class:`InputError`).
+    """
 
 
 class JudgeSpecError(InputError, TypeError):

@@ -87,6 +87,11 @@ def _masked_models(value: Any) -> Any:
     return value
 
 
+def _invocation(ev: Any) -> dict[str, Any]:
+    params = getattr(ev, "invocation_parameters", None)
+    return dict(params) if isinstance(params, Mapping) else {}
+
+
 def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:
     entry = {
         "name": ev.name,
@@ -95,6 +100,8 @@ def _evaluator(ev: Any, judge: Any, stats: RunStats) -> dict[str, Any]:
         "direction": ev.direction,
         **({"labels": _remember_rubric(ev)} if _choices(ev) else {}),
         "scoring": getattr(ev, "scoring", "label"),
+        # Decoding given to this evaluator alone, over its judge's (also in its judge entry).
+        **({"invocation_parameters": params} if (params := _invocation(ev)) else {}),
         # Where the row confidences came from and how many rows have one.
         "confidence": (getattr(stats, "confidence", None) or {}).get(ev.name),
     }

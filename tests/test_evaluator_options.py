@@ -83,6 +83,7 @@ def test_every_evaluator_takes_every_shared_option(factory) -> None:
     assert EvaluatorOptions.__optional_keys__ == {
         "name", "threshold", "judge", "direction", "scoring",
         "temperature", "max_tokens", "top_p", "seed", "stop",
+        "presence_penalty", "frequency_penalty", "reasoning_effort",
     }  # fmt: skip
 
 

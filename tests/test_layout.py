@@ -163,12 +163,16 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
         "framekit.engine.cache_values",
         "framekit.engine.cached_columns",
         "framekit.engine.keys",
+        "framekit.evaluators._message_template",
         "framekit.evaluators.registry",
+        "framekit.evaluators.rubric",
         "framekit.judges.credentials",
+        "framekit.judges.decoding",
         "framekit.judges.endpoint",
         "framekit.judges.judge",
         "framekit.judges.providers",
         "framekit.judges.request",
+        "framekit.judges.transport",
     ],
 )
 def test_docstring_examples_run(module: str) -> None:

@@ -19,6 +19,7 @@ from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest
+from framekit.judges.transport import as_embedding_backend
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -66,7 +67,11 @@ class AnswerRelevancy(Evaluator):
         A litellm embedding model string (``"openai/text-embedding-3-small"``): called
         with ``aembedding`` on the judge's endpoint and key. Or any embedding backend
         object (e.g. :class:`framekit.judges.litellm.embeddings.RemoteEmbeddings` for
-        another endpoint). Vectors are cached on disk like judge answers.
+        another endpoint, or your own): it needs ``model_id`` and ``embed(texts)``
+        (``async`` or plain); ``batch_size``, ``prepare()`` and ``classify(exc)`` are
+        optional (:class:`framekit.judges.transport.EmbeddingBackend`). One missing a
+        required member is an :class:`~framekit.InputError` here. Vectors are cached on
+        disk like judge answers.
     n_questions
         How many questions the judge writes (default 3).
     strict_mode
@@ -131,12 +136,13 @@ class AnswerRelevancy(Evaluator):
             )
         if not isinstance(n_questions, int) or not 1 <= n_questions <= 20:
             raise InputError(f"{self.name}: n_questions must be an integer in [1, 20]")
-        backend_like = hasattr(embedding_model, "embed") and hasattr(embedding_model, "model_id")
-        if not (embedding_model is None or isinstance(embedding_model, str) or backend_like):
-            raise InputError(
-                f"{self.name}: embedding_model must be None, a litellm model string or "
-                "an embedding backend"
-            )
+        # A user's backend is checked now, so one missing a member fails before any
+        # request, and completed with the defaults of the members it leaves out.
+        self._own_backend: EmbeddingBackend | None = (
+            None
+            if embedding_model is None or isinstance(embedding_model, str)
+            else as_embedding_backend(embedding_model, self.name)
+        )
         self.version = version
         self.spec: TemplateSpec = load_template(self.template_name, version)
         self.n_questions = n_questions
@@ -242,7 +248,8 @@ class AnswerRelevancy(Evaluator):
             from framekit.judges.litellm.embeddings import RemoteEmbeddings
 
             return RemoteEmbeddings(model, judge if isinstance(judge, Judge) else None)
-        return model
+        assert self._own_backend is not None
+        return self._own_backend
 
     def embedding_name(self) -> str:
         model = self.embedding_model

@@ -91,6 +91,9 @@ class OptionsAfterThreshold(TypedDict, total=False):
     top_p: float
     seed: int
     stop: str | list[str]
+    presence_penalty: float
+    frequency_penalty: float
+    reasoning_effort: str
 
 
 class EvaluatorOptions(OptionsAfterThreshold, total=False):
@@ -101,8 +104,10 @@ class EvaluatorOptions(OptionsAfterThreshold, total=False):
     ``name`` (default: the class name in snake_case), ``threshold`` (the pass mark in
     [0, 1]), ``judge`` (this evaluator's judge: a model string, a judge, ``"local"``; the
     run's ``judge=`` otherwise), ``direction`` (``"maximize"`` or ``"minimize"``),
-    ``scoring`` (``"label"`` or ``"expected"``) and the decoding options its judge is
-    asked with (``temperature``, ``max_tokens``, ``top_p``, ``seed``, ``stop``).
+    ``scoring`` (``"label"`` or ``"expected"``) and the decoding options its requests
+    are sent with, over its judge's (``temperature``, ``max_tokens``, ``top_p``,
+    ``seed``, ``stop``, ``presence_penalty``, ``frequency_penalty``,
+    ``reasoning_effort``; kept as ``evaluator.invocation_parameters``).
     ``llm=`` and ``model=`` (Phoenix's, Strands' and Fiddler's names for the judge) still
     work, with a :class:`DeprecationWarning`.
     """
@@ -198,12 +203,18 @@ class Evaluator(ABC):
             if direction not in ("maximize", "minimize"):
                 raise InputError(f"{self.name}: direction must be 'maximize' or 'minimize'")
             self.direction = direction
-        #: Decoding options for this evaluator's judge (``temperature=``, ``max_tokens=``,
-        #: as Phoenix takes them): the run uses a copy of the judge with them set.
-        self.judge_options: dict[str, Any] = check_decoding(self.name, decoding)
+        #: Decoding options for this evaluator's requests (``temperature=``,
+        #: ``max_tokens=``..., Phoenix's ``invocation_parameters``): they override the
+        #: judge's, and the run uses a copy of the judge with them set.
+        self.invocation_parameters: dict[str, Any] = check_decoding(self.name, decoding)
         if scoring not in SCORINGS:
             raise InputError(f"{self.name}: scoring must be 'label' or 'expected', got {scoring!r}")
         self.scoring: Scoring = scoring
+
+    @property
+    def judge_options(self) -> dict[str, Any]:
+        """:attr:`invocation_parameters` under the name the engine reads."""
+        return self.invocation_parameters
 
     # -- fields ---------------------------------------------------------------------
     @property

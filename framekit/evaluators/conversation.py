@@ -8,11 +8,11 @@ the last assistant message with text is the response judged.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from framekit._errors import RecordError
-from framekit.evaluators import _messages, _prompt
+from framekit._errors import InputError, RecordError
+from framekit.evaluators import _message_template, _messages, _prompt
 from framekit.evaluators.base import Verdict
 from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
 from framekit.judges.request import ChatRequest
@@ -43,6 +43,7 @@ class ConversationEvaluator(RubricEvaluator):
         system_prompt: str | None = None,
         include_inputs: bool = True,
         version: str | None = None,
+        prompt_template: str | Sequence[Mapping[str, str]] | None = None,
         **options: Unpack[EvaluatorOptions],
     ) -> None:
         super().__init__(
@@ -57,6 +58,15 @@ class ConversationEvaluator(RubricEvaluator):
             self.required_fields = tuple(f for f in self.required_fields if f != "input")  # type: ignore[misc]
             self.optional_fields = ("input", *(f for f in self.optional_fields if f != "input"))  # type: ignore[misc]
         self.history_template: str = str(extra.get("history", "{history}")).strip()
+        if prompt_template is not None:
+            self.use_template(prompt_template)
+            if not include_inputs and "input" in (self.placeholder_fields or {}).values():
+                raise InputError(
+                    f"{self.name}: include_inputs=False leaves the request out, but the "
+                    "template shows {input}: drop one of the two"
+                )
+            # The template given serves every record, with or without a request.
+            self.prompt_template_without_input = self.prompt_template
 
     def check_fields(self, available: Collection[str], columns: Collection[str]) -> None:
         # A messages column alone is enough: input and output are read from it per row.
@@ -83,20 +93,30 @@ class ConversationEvaluator(RubricEvaluator):
         texts = self.field_texts(record)
         if not self.include_inputs:
             texts.pop("input", None)
+        blocks = self.placeholder_blocks(texts)
+        # Earlier turns go in front of the judged turn unless the template places them.
+        history = None
+        if "history" in texts and "history" not in (self.placeholder_fields or {}).values():
+            history = _prompt.render(self.history_template, texts)
+        if self.prompt_messages is not None:
+            rendered = _message_template.render_messages(
+                self.prompt_messages, blocks, escaped_braces=self.escaped_braces
+            )
+            if history is not None:
+                last = max(i for i, m in enumerate(rendered) if m["role"] == "user")
+                rendered[last] = {
+                    "role": "user",
+                    "content": history + "\n\n" + rendered[last]["content"],
+                }
+            return self._request(_message_template.with_data_rule(rendered, self.system_prompt))
         template = self.prompt_template
         if "input" not in texts and "{input}" in template:
             template = self.prompt_template_without_input
-        user = _prompt.render(template, texts)
-        if "history" in texts and "{history}" not in template:
-            user = _prompt.render(self.history_template, texts) + "\n\n" + user
+        user = _prompt.render(template, blocks, escaped_braces=self.escaped_braces)
+        if history is not None and "{history}" not in template:
+            user = history + "\n\n" + user
         system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
-        return ChatRequest(
-            messages=[*system, {"role": "user", "content": user}],
-            schema_name=self.name,
-            schema=self.answer_schema(),
-            label_field="label",
-            choices=tuple(self.choices),
-        )
+        return self._request([*system, {"role": "user", "content": user}])
 
 
 class ResponseRelevance(ConversationEvaluator):

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import polars as pl
 
 from framekit._errors import InputError, RecordError
 from framekit._score import Direction
-from framekit.evaluators import _prompt
+from framekit.evaluators import _message_template, _prompt
 from framekit.evaluators.base import (
     FIELD_ALIASES,
     FIELDS,
@@ -112,6 +113,7 @@ class RubricEvaluator(Evaluator):
         version: str | None = None,
         include_explanation: bool = True,
         spec: TemplateSpec | None = None,
+        prompt_template: str | Sequence[Mapping[str, str]] | None = None,
         **options: Unpack[EvaluatorOptions],
     ) -> None:
         super().__init__(**options)
@@ -125,12 +127,50 @@ class RubricEvaluator(Evaluator):
         self.choices: dict[str, float] = dict(self.spec.choices)
         self.system_prompt: str = self.spec.system if system_prompt is None else system_prompt
         self.prompt_template: str = self.spec.user
+        #: A message-list template (``None``: :attr:`prompt_template` is the user message).
+        self.prompt_messages: list[dict[str, str]] | None = None
         self.include_inputs = include_inputs
         self.include_explanation = include_explanation
         self.explanation_description = str(
             self.spec.extra.get("explanation_description", BRIEF_REASONING)
         )
         self.label_descriptions: dict[str, str] | None = None
+        #: placeholder -> the field it shows (``None``: each placeholder names its field).
+        self.placeholder_fields: dict[str, str] | None = None
+        if prompt_template is not None:
+            self.use_template(prompt_template)
+
+    def use_template(self, prompt_template: str | Sequence[Mapping[str, str]]) -> None:
+        """Ask with ``prompt_template`` (text, or a list of ``{"role", "content"}``
+        messages) instead of the built-in user message: its placeholders must be fields
+        this evaluator reads, and those it shows become required (``history`` excepted).
+        The template version becomes ``"custom"``, so its answers are cached apart."""
+        read = read_template(self.name, prompt_template)
+        fields = {ph: _field_of(ph) for ph in read.names}
+        for ph, field in fields.items():
+            if field not in self.fields:
+                raise InputError(
+                    f"{self.name}: template placeholder {{{ph}}} shows {field!r}, which this "
+                    f"evaluator does not read (it reads {', '.join(self.fields)})"
+                )
+        self._show(read)
+        shown = [f for f in fields.values() if f != "history" and f not in self.required_fields]
+        self.required_fields = (*self.required_fields, *shown)  # type: ignore[misc]
+        self.optional_fields = tuple(f for f in self.optional_fields if f not in shown)  # type: ignore[misc]
+        self.version = "custom"
+
+    def _show(self, read: ReadTemplate) -> None:
+        #: Whether {{ and }} in the template stand for one brace (f-string templates).
+        self.escaped_braces = read.escaped_braces
+        self.placeholder_fields = {ph: _field_of(ph) for ph in read.names}
+        self.prompt_template = read.text
+        self.prompt_messages = read.messages if read.message_list else None
+
+    def placeholder_blocks(self, texts: Mapping[str, str]) -> dict[str, str]:
+        """The block of each placeholder of the template, from each field's text."""
+        if not self.placeholder_fields:
+            return dict(texts)
+        return {ph: texts[f] for ph, f in self.placeholder_fields.items() if f in texts}
 
     # -- prompt -----------------------------------------------------------------------
     def field_texts(self, record: Mapping[str, Any]) -> dict[str, str]:
@@ -184,15 +224,26 @@ class RubricEvaluator(Evaluator):
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
         """The text of each ``{placeholder}`` of :attr:`prompt_template`."""
-        return self.field_texts(record)
+        return self.placeholder_blocks(self.field_texts(record))
 
     def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
+        if self.prompt_messages is not None:
+            rendered = _message_template.render_messages(
+                self.prompt_messages,
+                self.template_blocks(record),
+                escaped_braces=self.escaped_braces,
+            )
+            messages = _message_template.with_data_rule(rendered, self.system_prompt)
+            return self._request(messages)
         user = _prompt.render(
             self.prompt_template, self.template_blocks(record), escaped_braces=self.escaped_braces
         )
         # An empty system prompt sends none: the template alone is the instruction.
         messages = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
         messages.append({"role": "user", "content": user})
+        return self._request(messages)
+
+    def _request(self, messages: list[dict[str, str]]) -> ChatRequest:
         return ChatRequest(
             messages=messages,
             schema_name=self.name,
@@ -211,6 +262,10 @@ class RubricEvaluator(Evaluator):
         checks both on the first record before it relies on them.
         """
         kind = type(self)
+        if self.prompt_messages is not None:
+            # Placeholders may sit in any message: each request is built whole (and
+            # keyed whole), never as one varying user message after fixed ones.
+            return None
         if (
             kind.build_request is not RubricEvaluator.build_request
             or kind.field_texts is not RubricEvaluator.field_texts
@@ -219,7 +274,7 @@ class RubricEvaluator(Evaluator):
         ):
             return None
         # The placeholder -> field map: a custom rubric's own, else each names its field.
-        fields = getattr(self, "placeholder_fields", None) or {}
+        fields = self.placeholder_fields or {}
         names = _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces)
         sources = {}
         for name in names:
@@ -241,12 +296,14 @@ class RubricEvaluator(Evaluator):
         request, a field of another type).
         """
         kind = type(self)
+        if self.prompt_messages is not None:
+            return None  # see prompt_renderer
         preparer = next(c for c in kind.__mro__ if "prepare" in c.__dict__)
         if preparer is not Evaluator and not preparer.__dict__.get("prepare_keeps_prompt"):
             return None
         if self.prompt_renderer() is None:
             return None
-        fields = getattr(self, "placeholder_fields", None) or {}
+        fields = self.placeholder_fields or {}
         sources = {}
         for name in _prompt.placeholders(self.prompt_template, escaped_braces=self.escaped_braces):
             field = fields.get(name, name)
@@ -348,6 +405,13 @@ class ClassificationEvaluator(RubricEvaluator):
         (``mapping={"reference": "docs"}``; a column named ``reference`` is read as it
         is). As in Phoenix, a template without a mustache ``{{field}}`` is read as an
         f-string: ``{{`` and ``}}`` are escaped braces, sent as one.
+
+        Or, as Phoenix also takes it, a list of messages ``{"role": "system" | "user" |
+        "assistant", "content": str}``, placeholders in any of them (the fields needed
+        are those of every message). They are sent in order, each value delimited as
+        above; the data rule (``system_prompt``) is added to the first system message,
+        or sent before them when there is none. A bad message is an
+        :class:`~framekit.InputError` naming its index (``prompt_template[1]: ...``).
     choices
         Label -> score in [0, 1], or Phoenix's label -> (score, description). The labels
         go into the answer schema as an ``enum`` (so a strict decoder enforces them;
@@ -374,9 +438,10 @@ class ClassificationEvaluator(RubricEvaluator):
         probability-weighted score over the labels where the judge reports their
         probabilities (see :class:`~framekit.evaluators.base.Evaluator`).
     **decoding
-        ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``, as Phoenix
-        forwards them: this evaluator's judge runs with them set (a copy of the judge;
-        part of the cache key). Every evaluator takes them, and ``direction=``.
+        ``temperature=``, ``max_tokens=``, ``top_p=``, ``seed=``, ``stop=``,
+        ``reasoning_effort=``..., Phoenix's ``invocation_parameters`` (kept under that
+        name): this evaluator's requests are sent with them over the judge's (a copy of
+        the judge; part of the cache key and the run record). Every evaluator takes them.
 
     Examples
     --------
@@ -394,6 +459,16 @@ class ClassificationEvaluator(RubricEvaluator):
     ... )
     >>> rag.required_fields, rag.judge
     (('input', 'reference'), 'openai/gpt-4o-mini')
+    >>> chat = ClassificationEvaluator(
+    ...     "relevance",
+    ...     [
+    ...         {"role": "system", "content": "Answer relevant or unrelated."},
+    ...         {"role": "user", "content": "Question: {input}\\nAnswer: {output}"},
+    ...     ],
+    ...     {"relevant": 1.0, "unrelated": 0.0},
+    ... )
+    >>> chat.required_fields
+    ('input', 'output')
     """
 
     def __init__(
@@ -428,35 +503,11 @@ class ClassificationEvaluator(RubricEvaluator):
                 f"{name}: include_inputs=False has no meaning for a custom template; "
                 "leave the {input} placeholder out of the template instead"
             )
-        if not isinstance(prompt_template, str):
-            raise InputError(
-                f"{name}: prompt_template must be text, got {type(prompt_template).__name__}"
-            )
         scores, descriptions = _read_choices(name, choices)
         if direction not in ("maximize", "minimize"):
             raise InputError(f"{name}: direction must be 'maximize' or 'minimize'")
-        # Read as Phoenix reads it: a mustache template when it has a {{variable}}, else
-        # an f-string template, where {{ and }} are escaped braces ({{"k": 1}} is sent
-        # as {"k": 1}).
-        mustache = _MUSTACHE.search(prompt_template) is not None
-        template = (
-            _MUSTACHE.sub(
-                lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0),
-                prompt_template,
-            )
-            if mustache
-            else prompt_template
-        )
-        names = _prompt.placeholders(template, escaped_braces=not mustache)
-        unknown = [f for f in names if not _field_of(f)]
-        if unknown:
-            raise InputError(
-                f"{name}: template placeholder {{{unknown[0]}}} is not a field; "
-                "use {input}, {output}, {context}, {history} or {reference} "
-                f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
-            )
-        if not names:
-            raise InputError(f"{name}: the template has no {{field}} placeholder")
+        read = read_template(name, prompt_template)
+        template = read.text
         spec = TemplateSpec(
             name=name,
             version="custom",
@@ -478,24 +529,75 @@ class ClassificationEvaluator(RubricEvaluator):
             scoring=scoring,
             **decoding,
         )
-        #: Whether {{ and }} in the template stand for one brace (f-string templates).
-        self.escaped_braces = not mustache
-        #: placeholder -> the field it shows.
-        self.placeholder_fields = {ph: _field_of(ph) for ph in names}
-        self.required_fields = tuple(dict.fromkeys(self.placeholder_fields.values()))  # type: ignore[misc]
+        self._show(read)
+        shown = (_field_of(ph) for ph in read.names)
+        self.required_fields = tuple(dict.fromkeys(shown))  # type: ignore[misc]
         self.direction = direction
         # Labels without a description say nothing: they are left out of the schema.
         self.label_descriptions = {k: v for k, v in descriptions.items() if v.strip()} or None
 
     def template_blocks(self, record: Mapping[str, Any]) -> dict[str, str]:
-        texts = self.field_texts(record)
-        return {ph: texts[f] for ph, f in self.placeholder_fields.items() if f in texts}
+        return self.placeholder_blocks(self.field_texts(record))
 
     def cache_namespace(self) -> str:
         return f"custom:{self.name}"
 
     def describe(self) -> str:
         return Evaluator.describe(self) + "\n  template: custom"
+
+
+@dataclass(frozen=True)
+class ReadTemplate:
+    """A ``prompt_template=`` as read: its messages (a text template is one user
+    message), whether it was given as a list, how braces read, its placeholders."""
+
+    messages: list[dict[str, str]]
+    message_list: bool
+    escaped_braces: bool
+    names: list[str]
+
+    @property
+    def text(self) -> str:
+        """The text template, or a message list's last user message."""
+        return next(m["content"] for m in reversed(self.messages) if m["role"] == "user")
+
+
+def read_template(owner: str, value: Any) -> ReadTemplate:
+    """``prompt_template=`` (text or a message list) checked and read as Phoenix reads
+    it: a mustache template when it has a ``{{field}}``, else an f-string template, where
+    ``{{`` and ``}}`` are escaped braces. A message list is read one way throughout."""
+    message_list = not isinstance(value, str)
+    raw = (
+        _message_template.read_messages(owner, value)
+        if message_list
+        else [{"role": "user", "content": value}]
+    )
+    mustache = any(_MUSTACHE.search(m["content"]) for m in raw)
+    messages = [
+        {**m, "content": _from_mustache(m["content"]) if mustache else m["content"]} for m in raw
+    ]
+    names: list[str] = []
+    for i, message in enumerate(messages):
+        found = _prompt.placeholders(message["content"], escaped_braces=not mustache)
+        unknown = [f for f in found if not _field_of(f)]
+        if unknown:
+            where = f" in prompt_template[{i}]" if message_list else ""
+            raise InputError(
+                f"{owner}: template placeholder {{{unknown[0]}}}{where} is not a field; "
+                "use {input}, {output}, {context}, {history} or {reference} "
+                f"(aliases: {', '.join('{' + a + '}' for a in FIELD_ALIASES)})"
+            )
+        names.extend(f for f in found if f not in names)
+    if not names:
+        raise InputError(f"{owner}: the template has no {{field}} placeholder")
+    return ReadTemplate(messages, message_list, not mustache, names)
+
+
+def _from_mustache(text: str) -> str:
+    """``{{field}}`` as ``{field}``; other double braces stay as written."""
+    return _MUSTACHE.sub(
+        lambda m: f"{{{m.group(1)}}}" if _field_of(m.group(1)) else m.group(0), text
+    )
 
 
 def _field_of(placeholder: str) -> str:

@@ -1,8 +1,10 @@
-"""Decoding options given to one evaluator: a per-evaluator override of its judge.
+"""Invocation parameters: decoding options given to one evaluator, overriding its judge's.
 
-Phoenix forwards an evaluator's extra keywords (``temperature=0.0, max_tokens=200``) to
-its model. framekit keeps decoding on the judge, where it is part of every cache key, so
-an evaluator given such options runs on a copy of its judge with those options set:
+Phoenix keeps an evaluator's extra keywords (``temperature=0.0, max_tokens=200``) as its
+``invocation_parameters`` and forwards them to its model; every framekit evaluator takes
+them the same way (``evaluator.invocation_parameters``). framekit keeps decoding on the
+judge, where it is part of every cache key and of the run record, so an evaluator given
+such options runs on a copy of its judge with those options set:
 the same thing as passing ``judge=fk.Judge(model, temperature=0.0, max_tokens=200)`` to
 that evaluator, with the copy's own limits (``rpm``, ``tpm``, ``concurrency``) as every
 per-evaluator judge has. The offline judge has no decoding and ignores them.
@@ -15,7 +17,7 @@ from dataclasses import replace
 from numbers import Real
 from typing import TYPE_CHECKING, Any
 
-from framekit._errors import InputError, did_you_mean
+from framekit._errors import InputError, UnknownOptionError, did_you_mean
 
 if TYPE_CHECKING:
     from framekit.judges.judge import Judge
@@ -28,7 +30,12 @@ DECODING_OPTIONS = {
     "top_p": "a number in (0, 1]",
     "seed": "an integer",
     "stop": "a string or a list of strings",
+    "presence_penalty": "a number in [-2, 2]",
+    "frequency_penalty": "a number in [-2, 2]",
+    "reasoning_effort": "one of 'minimal', 'low', 'medium', 'high'",
 }
+
+_EFFORTS = ("minimal", "low", "medium", "high")
 
 
 def check_decoding(
@@ -36,8 +43,9 @@ def check_decoding(
 ) -> dict[str, Any]:
     """``options`` checked: each a known decoding keyword with a usable value.
 
-    An unknown keyword raises ``TypeError`` (what Python raises for one), naming the
-    decoding keywords and, for a near miss, the option meant.
+    An unknown keyword raises :class:`UnknownOptionError` (an
+    :class:`~framekit.InputError` that is also the ``TypeError`` Python raises for one),
+    naming it, the decoding keywords and, for a near miss, the option meant.
 
     Examples
     --------
@@ -46,11 +54,11 @@ def check_decoding(
     >>> check_decoding("relevance", {"temprature": 0.0})
     Traceback (most recent call last):
     ...
-    TypeError: relevance: unexpected keyword argument 'temprature'. Did you mean 'temperature'? An evaluator takes the decoding options temperature, max_tokens, top_p, seed, stop (passed to its judge); other judge settings go on fk.Judge(model, ...)
+    framekit._errors.UnknownOptionError: relevance: unexpected keyword argument 'temprature'. Did you mean 'temperature'? An evaluator takes the decoding options temperature, max_tokens, top_p, seed, stop, presence_penalty, frequency_penalty, reasoning_effort (passed to its judge); other judge settings go on fk.Judge(model, ...)
     """
     for key, value in options.items():
         if key not in DECODING_OPTIONS:
-            raise TypeError(
+            raise UnknownOptionError(
                 f"{owner}: unexpected keyword argument {key!r}."
                 f"{did_you_mean(key, [*DECODING_OPTIONS, *own])} An evaluator takes the "
                 f"decoding options {', '.join(DECODING_OPTIONS)} (passed to its judge); "
@@ -70,6 +78,10 @@ def _valid(key: str, value: Any) -> bool:
         return number and value >= 0
     if key == "top_p":
         return number and 0 < value <= 1
+    if key.endswith("_penalty"):
+        return number and -2 <= value <= 2
+    if key == "reasoning_effort":
+        return value in _EFFORTS
     if key in ("max_tokens", "seed"):
         return (
             isinstance(value, int) and not isinstance(value, bool) and (key == "seed" or value >= 1)

@@ -12,6 +12,8 @@ which transport it is talking to. Two transports exist: ``"http"``
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -81,6 +83,9 @@ class Transport(Protocol):
     itself cannot work, e.g. its worker processes did not start). It bounds the whole
     answer, not each read, by the judge's timeout. Its replies' text is as the endpoint
     sent it: redaction is the reader's (:func:`framekit.judges.request.read_reply`).
+
+    Not a user extension point: ``fk.Judge(transport=)`` takes the names of the two
+    transports framekit ships. Every member below is required of them.
     """
 
     name: TransportName
@@ -107,9 +112,35 @@ class Transport(Protocol):
 
 
 class EmbeddingBackend(Protocol):
-    """One way of embedding texts (the offline judge's model, an embedding endpoint):
-    a batch of texts in, unit vectors out. A failed :meth:`embed` raises; the backend
-    classifies that failure itself (:meth:`classify`), as a chat transport does."""
+    """One way of embedding texts (the offline judge's model, an embedding endpoint, or
+    a user's own object given as ``AnswerRelevancy(embedding_model=...)``): a batch of
+    texts in, one vector per text out.
+
+    Required members
+    ----------------
+    ``model_id``
+        A string naming the model; it enters every cached vector's key.
+    ``embed(texts)``
+        ``list[str]`` in, a 2-D array (one row per text) out. ``async def`` or a plain
+        ``def``: a plain one runs in a worker thread, off the event loop.
+
+    Optional members (the engine's default when absent)
+    ---------------------------------------------------
+    ``batch_size``
+        How many texts one ``embed`` call gets (default :data:`DEFAULT_EMBED_BATCH`).
+    ``prepare()``
+        Get ready (load a model) before a run pays for answers that will need it
+        (default: nothing to prepare).
+    ``classify(exc)``
+        What a failed ``embed`` means, as a :class:`~framekit.judges.faults.Fault`
+        (``None``: not a call that may pass). Default: every failure is ``None``, so it
+        fails the rows that needed the vectors, each with a one-line error, and the run
+        goes on.
+
+    A user's object is wrapped by :func:`as_embedding_backend`, which checks the required
+    members (an :class:`~framekit.InputError` naming the missing one, before any call)
+    and fills in the optional ones.
+    """
 
     @property
     def model_id(self) -> str: ...
@@ -124,6 +155,73 @@ class EmbeddingBackend(Protocol):
 
     def classify(self, exc: BaseException) -> Fault | None:
         """What a failed :meth:`embed` means (``None``: not a call that may pass)."""
+
+
+#: Texts per ``embed`` call for a backend that does not say (``batch_size``).
+DEFAULT_EMBED_BATCH = 64
+
+#: The members every embedding backend must have; the others have defaults.
+EMBEDDING_REQUIRED = ("model_id", "embed")
+
+
+class _UserEmbeddings:
+    """A user's embedding object completed to :class:`EmbeddingBackend`: its own members
+    where it has them, the documented defaults where it has not."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_id = str(inner.model_id)
+        size = getattr(inner, "batch_size", DEFAULT_EMBED_BATCH)
+        self.batch_size = size if isinstance(size, int) and size >= 1 else DEFAULT_EMBED_BATCH
+
+    async def prepare(self) -> None:
+        prepare = getattr(self.inner, "prepare", None)
+        if prepare is not None:
+            done = prepare()
+            if inspect.isawaitable(done):
+                await done
+
+    async def embed(self, texts: list[str]) -> np.ndarray:
+        embed = self.inner.embed
+        if inspect.iscoroutinefunction(embed):
+            return await embed(texts)
+        # A plain function may compute for seconds: it must not hold up the event loop.
+        out = await asyncio.to_thread(embed, texts)
+        return await out if inspect.isawaitable(out) else out
+
+    def classify(self, exc: BaseException) -> Fault | None:
+        classify = getattr(self.inner, "classify", None)
+        return None if classify is None else classify(exc)
+
+
+def as_embedding_backend(obj: Any, owner: str) -> EmbeddingBackend:
+    """``obj`` as an :class:`EmbeddingBackend`: checked for the required members and
+    completed with the optional ones' defaults. ``owner`` names who was given it.
+
+    Examples
+    --------
+    >>> class Mine:
+    ...     model_id = "mine"
+    ...     def embed(self, texts): ...
+    >>> as_embedding_backend(Mine(), "answer_relevancy").batch_size
+    64
+    >>> as_embedding_backend(object(), "answer_relevancy")
+    Traceback (most recent call last):
+    ...
+    framekit.InputError: answer_relevancy: embedding_model object has no 'model_id': an embedding backend needs model_id and embed(texts) (batch_size, prepare() and classify(exc) are optional)
+    """
+    if isinstance(obj, _UserEmbeddings):
+        return obj
+    for member in EMBEDDING_REQUIRED:
+        if not hasattr(obj, member):
+            raise InputError(
+                f"{owner}: embedding_model object has no {member!r}: an embedding backend "
+                "needs model_id and embed(texts) (batch_size, prepare() and classify(exc) "
+                "are optional)"
+            )
+    if not callable(obj.embed):
+        raise InputError(f"{owner}: embedding_model's embed must be a method, not {obj.embed!r}")
+    return _UserEmbeddings(obj)
 
 
 def keep_headers(headers: Mapping[str, str]) -> dict[str, str]:
