@@ -58,6 +58,15 @@ _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS claims ("
     "key TEXT PRIMARY KEY, owner TEXT NOT NULL, expires REAL NOT NULL) WITHOUT ROWID"
 )
+# Who has claimed in this cache, and when last: a run asks the cache again before it sends
+# only when another process has been at work meanwhile (see Claims.others_since).
+_OWNERS = (
+    "CREATE TABLE IF NOT EXISTS owners (owner TEXT PRIMARY KEY, seen REAL NOT NULL) WITHOUT ROWID"
+)
+_SEEN = (
+    "INSERT INTO owners(owner, seen) VALUES (?, ?)"
+    " ON CONFLICT(owner) DO UPDATE SET seen = excluded.seen"
+)
 # Take each key that is free, lapsed or already this owner's (then renewed).
 _TAKE = (
     "INSERT INTO claims(key, owner, expires) VALUES (?, ?, ?) ON CONFLICT(key) DO UPDATE"
@@ -148,6 +157,7 @@ class Claims:
                 con.execute("PRAGMA journal_mode = WAL").fetchall()
                 con.execute("PRAGMA synchronous = OFF")
                 con.execute(_SCHEMA)
+                con.execute(_OWNERS)
             except sqlite3.Error:
                 con.close()
                 raise
@@ -174,6 +184,7 @@ class Claims:
                 con.execute("BEGIN IMMEDIATE")
                 try:
                     con.executemany(_TAKE, [(key, owner, expires, now) for key in keys])
+                    con.execute(_SEEN, (owner, now))
                     elsewhere = self._others(con, list(keys))
                     con.execute("COMMIT")
                 except BaseException:
@@ -200,6 +211,28 @@ class Claims:
             )
             found.update(key for (key,) in rows)
         return found
+
+    def others_since(self, since: float) -> bool:
+        """Whether another process has claimed in this cache at or after ``since`` (a
+        ``time.time()``), or held claims then: only then can an answer have reached the
+        cache from elsewhere after this run looked. (A process holding claims is seen at
+        each renewal too; two renewals of slack cover a busy machine's late one.)"""
+        if not self.usable:
+            return False
+        try:
+            with self._lock:
+                row = (
+                    self._connection()
+                    .execute(
+                        "SELECT 1 FROM owners WHERE owner != ? AND seen >= ? LIMIT 1",
+                        (self.owner, since - 2 * RENEW_S),
+                    )
+                    .fetchone()
+                )
+        except sqlite3.Error as exc:
+            self._failed(exc)
+            return True  # not known: look, as every run did before claims
+        return row is not None
 
     def held_elsewhere(self, keys: Collection[str]) -> set[str]:
         """Which of ``keys`` another live process still holds (a read: nothing taken)."""
@@ -263,14 +296,13 @@ class Claims:
         with self._lock:
             if self._held > 0 and self.usable:
                 try:
-                    self._held = (
-                        self._connection()
-                        .execute(
-                            "UPDATE claims SET expires = ? WHERE owner = ?",
-                            (time.time() + LEASE_S, self.owner),
-                        )
-                        .rowcount
-                    )
+                    con = self._connection()
+                    now = time.time()
+                    self._held = con.execute(
+                        "UPDATE claims SET expires = ? WHERE owner = ?",
+                        (now + LEASE_S, self.owner),
+                    ).rowcount
+                    con.execute(_SEEN, (self.owner, now))
                 except sqlite3.Error as exc:
                     self._failed(exc)
             if self._held > 0 and self.usable and not self._stop.is_set():
