@@ -150,7 +150,6 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         if pair is None:
             pair = pairs[ident] = (judge, _shape(request))
         waiting_of, asked = self._waiting, self._asked
-        start, tail = keys.start, keys.tail
         checked = trusted = False
         for record, user in _bulk_prompts(share):
             fields = record.fields
@@ -169,9 +168,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                     except RecordError as exc:
                         record.fail(str(exc))
                         continue
-                h = start.copy()
-                h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-                key = "chat:" + h.hexdigest()  # keys(user), inlined: the plan's cost
+                key = keys(user)
             waiting = waiting_of.get(key)
             if waiting is None:
                 waiting_of[key] = [(share, record)]
