@@ -8,9 +8,19 @@ still answer.
 
 from __future__ import annotations
 
+from collections import Counter
+
+import diskcache
+import polars as pl
+import pytest
+
 import framekit as fk
+from framekit.engine import prepare as prepare_module
+from framekit.engine.cache import Cache
 from framekit.engine.keys import chat_key, chat_prefix, template_keys
-from tests.test_columnar_plan import evaluators
+from framekit.evaluators import Coherence, _prompt
+from tests.helpers import sim_judge
+from tests.test_columnar_plan import MAPPING, evaluators
 
 FIELDS = [
     {
@@ -67,3 +77,93 @@ def test_the_keys_of_existing_templates_are_mains_whichever_way_they_are_compute
         if ev.name in ("retrieval_relevance", "context_relevance", "mustache", "fstring"):
             assert template is not None, ev.name
             assert [template.keys(template.render(dict(f))) for f in FIELDS] == keys
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> tuple[Counter[str], Counter[str]]:
+    """Keys the cache is asked for (each call's keys, by key), and prompts rendered (by
+    text), whichever way: record by record (``build_request``), by the plain renderer,
+    or by polars for a column."""
+    asked: Counter[str] = Counter()
+    rendered: Counter[str] = Counter()
+    lookup, get = Cache.lookup, Cache.get
+
+    def counted_lookup(self: Cache, keys):
+        keys = list(keys)
+        asked.update(keys)
+        return lookup(self, keys)
+
+    def counted_get(self: Cache, key: str):
+        asked[key] += 1
+        return get(self, key)
+
+    monkeypatch.setattr(Cache, "lookup", counted_lookup)
+    monkeypatch.setattr(Cache, "get", counted_get)
+    render, renderer, render_columns = _prompt.render, _prompt.renderer, _prompt.render_columns
+
+    def counted_render(*args, **kwargs):
+        text = render(*args, **kwargs)
+        rendered[text] += 1
+        return text
+
+    def counted_renderer(*args, **kwargs):
+        made = renderer(*args, **kwargs)
+
+        def render_one(fields):
+            text = made(fields)
+            rendered[text] += 1
+            return text
+
+        return render_one
+
+    def counted_columns(*args, **kwargs):
+        texts = render_columns(*args, **kwargs)
+        rendered.update(t for t in texts or () if t is not None)
+        return texts
+
+    monkeypatch.setattr(_prompt, "render", counted_render)
+    monkeypatch.setattr(_prompt, "renderer", counted_renderer)
+    monkeypatch.setattr(_prompt, "render_columns", counted_columns)
+    return asked, rendered
+
+
+@pytest.mark.parametrize("columns", [True, False], ids=["read-as-columns", "record-by-record"])
+def test_a_run_asks_the_cache_once_per_key_and_renders_each_prompt_once(
+    judge_simulator, tmp_path, monkeypatch, columns
+) -> None:
+    if not columns:  # every share's records built when prepared
+        monkeypatch.setattr(prepare_module, "_unbuilt", lambda *args: False)
+    judge = sim_judge(judge_simulator)
+    questions = [f"What is item {i}?" for i in range(20)]
+    df = pl.DataFrame(
+        {"question": questions, "docs": [[f"Item {i} is a thing."] for i in range(20)]}
+    ).with_columns(answer=pl.col("question").str.replace("What", "That"))
+    df = pl.concat([df, df.head(6)])  # repeated rows ask the same prompt
+    templates = evaluators()[:3]  # plain templates: keyed from polars's prompt column
+    evs = [*templates, Coherence()]  # Coherence: its own build_request
+    asked, rendered = _counting(monkeypatch)
+    for run, sent in (("cold", 1), ("cached", 0)):
+        asked.clear()
+        rendered.clear()
+        fk.evaluate_dataframe(
+            df, evs, MAPPING, judge=judge, cache=str(tmp_path / "cache"), progress=False
+        )
+        written = _keys(tmp_path / "cache")
+        assert len(written) == 20 * len(evs)
+        assert set(asked) == written, run  # every key of the run asked ...
+        assert set(asked.values()) == {1}, (run, asked.most_common(3))  # ... once
+        assert len(rendered) == 20 * len(evs), run
+        # Each prompt is rendered once to be keyed; a request sent is rendered again from
+        # its record when it goes out (the plan keeps keys, not every prompt of the run:
+        # see ChatPlan). A plain template's first row is rendered by its three renderers
+        # (polars's column, the renderer, build_request), once each: they are checked
+        # against each other there, once per share.
+        checked = {text for text, n in rendered.items() if n != 1 + sent}
+        assert len(checked) == len(templates), (run, rendered.most_common(5))
+        assert all("item 0?" in text and rendered[text] == 3 + sent for text in checked), run
+        assert {n for text, n in rendered.items() if text not in checked} == {1 + sent}, run
+    assert judge_simulator.stats()["chat"] == 20 * len(evs)  # and the re-run sent nothing
+
+
+def _keys(path) -> set[str]:
+    with diskcache.Cache(str(path)) as store:
+        return {k for k in store.iterkeys() if str(k).startswith("chat:")}

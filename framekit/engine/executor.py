@@ -34,11 +34,10 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
-import itertools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,9 +60,6 @@ CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
-#: Keys the cache is asked for at once just before they are sent (another process may
-#: have answered them since the run's first look): one query per this many requests.
-LOOK_AHEAD = 32
 
 
 def outage_budget(max_retries: int) -> float:
@@ -320,7 +316,11 @@ class ChatExecutor(Executor):
         name = self._transport.name
         if name not in self.stats.transports:
             self.stats.transports.append(name)
-        queue = self._looked_up(items)
+        # The plan asked the cache for these keys once, before the run sent anything: a
+        # request is not looked up again here (the cache is asked once per key per run).
+        # Another run of this process asking the same key meanwhile shares the call
+        # (InFlight below); another process may pay for it again.
+        queue = iter(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
             for _ in range(self.limits.concurrency)
@@ -340,29 +340,10 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
-    def _looked_up(
-        self, items: Iterable[tuple[str, ChatRequest]]
-    ) -> Iterator[tuple[str, ChatRequest, Any]]:
-        """``(key, request, entry)``: each request with what the cache holds for its key
-        now, just before it is sent, asked for :data:`LOOK_AHEAD` keys at a time (one
-        query instead of one per key; a sampled request looks up its samples itself)."""
-        taken = iter(items)
-        size = min(LOOK_AHEAD, self.limits.concurrency)
-        while chunk := list(itertools.islice(taken, size)):
-            found = self.cache.get_many([k for k, _ in chunk]) if self.judge.samples == 1 else {}
-            for key, request in chunk:
-                yield key, request, found.get(key)
-
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
-        for key, request, entry in queue:
+        for key, request in queue:
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
-                continue
-            cached = Outcome.from_entry(entry) if entry is not None else None
-            if cached is not None:
-                # Another process (or an earlier, interrupted run) answered it meanwhile.
-                self.stats.cache_hits += 1
-                on_done(key, cached)
                 continue
             owner = self.inflight.claim(key) if self.inflight is not None else None
             if owner is not None:
