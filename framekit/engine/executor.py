@@ -34,10 +34,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import itertools
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +61,9 @@ CPU_HINT_BUSY = 0.8
 #: Calls that must fail to connect, with none succeeding, before the endpoint is
 #: declared unreachable (and, likewise, answer 404 before the model is declared unknown).
 UNREACHABLE_AFTER = 3
+#: Keys the cache is asked for at once just before they are sent, when another run of this
+#: process wrote to the cache since this one planned: one query per this many requests.
+LOOK_AHEAD = 32
 
 
 def outage_budget(max_retries: int) -> float:
@@ -143,6 +147,8 @@ class InFlight:
         # key -> None (claimed, nobody waits), the future a waiting run awaits, or the
         # answer published but not yet written (_Published).
         self._calls: dict[str, concurrent.futures.Future[Any] | _Published | None] = {}
+        #: Answers written to the cache by every run of this process on it, so far.
+        self.written = 0
 
     def claim(self, key: str) -> concurrent.futures.Future[Any] | None:
         """``None``: the caller now owns the call and must :meth:`finish` it; otherwise
@@ -183,6 +189,7 @@ class InFlight:
     def release(self, keys: Iterable[str]) -> None:
         """Forget published answers now in the cache (called by the writer thread)."""
         with self._lock:
+            self.written += len(keys)
             calls = self._calls
             for key in keys:
                 if isinstance(calls.get(key), _Published):
@@ -290,6 +297,10 @@ class ChatExecutor(Executor):
         self.modes = modes or Modes()
         # Shared with other runs of this process on the same cache directory.
         self.inflight = table_for(cache)
+        # The table's count of written answers now (the plan has just asked the cache),
+        # and this run's own: any others were written by another run meanwhile.
+        self._written_before = self.inflight.written if self.inflight is not None else 0
+        self._written_own = 0
         self.secrets: list[str] = []
         self._transport: Transport | None = None
         # The run's answers go to the cache through a writer thread (see the module
@@ -317,10 +328,10 @@ class ChatExecutor(Executor):
         if name not in self.stats.transports:
             self.stats.transports.append(name)
         # The plan asked the cache for these keys once, before the run sent anything: a
-        # request is not looked up again here (the cache is asked once per key per run).
-        # Another run of this process asking the same key meanwhile shares the call
-        # (InFlight below); another process may pay for it again.
-        queue = iter(items)
+        # request is looked up again here only when another run of this process has
+        # written to the cache since (it may have answered it); a call in flight in
+        # another run is shared (InFlight). Another process may pay for a key again.
+        queue = self._looked_up(items)
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
             for _ in range(self.limits.concurrency)
@@ -340,10 +351,35 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
+    def _looked_up(
+        self, items: Iterable[tuple[str, ChatRequest]]
+    ) -> Iterator[tuple[str, ChatRequest, Any]]:
+        """``(key, request, entry)``: each request, with what the cache holds for its key
+        now where another run of this process has written to the cache since this run
+        planned (else ``None``: the plan's lookup stands), asked for :data:`LOOK_AHEAD`
+        keys at a time (a sampled request looks up its samples itself)."""
+        taken = iter(items)
+        size = min(LOOK_AHEAD, self.limits.concurrency)
+        while chunk := list(itertools.islice(taken, size)):
+            found = self.cache.get_many([k for k, _ in chunk]) if self._others_wrote() else {}
+            for key, request in chunk:
+                yield key, request, found.get(key)
+
+    def _others_wrote(self) -> bool:
+        table = self.inflight
+        if table is None or self.judge.samples > 1:
+            return False
+        return table.written - self._written_before - self._written_own > 0
+
     async def _worker(self, queue: Any, on_done: Callable[[str, Outcome], None]) -> None:
-        for key, request in queue:
+        for key, request, entry in queue:
             if self.judge.samples > 1:
                 on_done(key, await self._sampled(key, request))
+                continue
+            cached = Outcome.from_entry(entry) if entry is not None else None
+            if cached is not None:  # another run of this process answered it meanwhile
+                self.stats.cache_hits += 1
+                on_done(key, cached)
                 continue
             owner = self.inflight.claim(key) if self.inflight is not None else None
             if owner is not None:
@@ -394,6 +430,7 @@ class ChatExecutor(Executor):
 
     def _written(self, keys: list[str]) -> None:
         """The writer thread wrote a group: forget its calls, wake who waits for room."""
+        self._written_own += len(keys)  # (before the table counts them: see _others_wrote)
         if self.inflight is not None:
             self.inflight.release(keys)
         loop = self._loop
