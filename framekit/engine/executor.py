@@ -186,8 +186,9 @@ class InFlight:
         if isinstance(entry, concurrent.futures.Future) and not entry.done():
             entry.set_result(outcome)
 
-    def release(self, keys: Iterable[str]) -> None:
-        """Forget published answers now in the cache (called by the writer thread)."""
+    def release(self, keys: list[str]) -> None:
+        """Forget published answers now in the cache (called by the writer thread), and
+        count them written."""
         with self._lock:
             self.written += len(keys)
             calls = self._calls
