@@ -117,9 +117,9 @@ class Record:
     #: be looked up first; :func:`~framekit.engine.prepare.ready` prepares it before
     #: anything else reads it.
     raw: bool = False
-    #: Its request's cache key, where it was looked up before the plan and not found
-    #: (:mod:`framekit.engine.cached_columns`): the plan keys it so and does not ask the
-    #: cache again.
+    #: Its request's cache key, where it was looked up before the plan and not read
+    #: there (:mod:`framekit.engine.cached_columns`: no entry, or one handed to the plan
+    #: to read the general way): the plan keys it so and does not ask the cache again.
     missed_key: str | None = None
 
     def settle(self, verdict: Verdict) -> None:

@@ -9,8 +9,9 @@ planner keys it (:class:`~framekit.engine.keys.RenderedKeys`). Then all the keys
 asked of the cache at once, which reads its whole table when they are many of its rows
 (:mod:`framekit.engine.cache_table`), and every answer a plain rubric reads by its label
 (:func:`plain_reading`) is written into the share's :class:`~framekit.engine.prepare.Answered`
-columns. Only the other rows become records, and the plan treats them as it treats any
-record: it asks the cache again (reading odd entries the general way) and sends the rest.
+columns. Only the other rows become records, each with the key it was asked under; the
+entries found but not read by label (``odd``) go to the plan with them, which reads them
+the general way and sends the rest. The cache is not asked for these keys again.
 
 Building a record per cached row, then settling it, was a third of a fully cached
 re-run's time; looking each slice's keys up through the table's index was half of what
@@ -24,7 +25,7 @@ from typing import Any
 
 from framekit._results import Answered, ProgressFn
 from framekit.engine.cache import Cache
-from framekit.engine.keys import RenderedKeys, chat_prefix, template_keys
+from framekit.engine.keys import TemplateKeys, chat_prefix, template_keys
 from framekit.engine.prepare import Prepared
 from framekit.judges.judge import Judge
 from framekit.judges.request import answer_text
@@ -35,21 +36,32 @@ from framekit.judges.request import answer_text
 RENDER_SLICE = 20_000
 
 
-def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[str]) -> None:
+def read_cached(
+    share: Prepared,
+    cache: Cache,
+    progress: ProgressFn,
+    read: set[str],
+    odd: dict[str, Any] | None = None,
+) -> TemplateKeys | None:
     """Write the cached answers of ``share``'s unbuilt rows that a plain rubric reads into
     :attr:`Prepared.answered <framekit.engine.prepare.Prepared.answered>`, and build the
-    records of the others; ``read`` gains the keys answered. Where anything is not as the
-    bulk reading assumes, every record is built and nothing is read here."""
+    records of the others; ``read`` gains the keys answered, ``odd`` the entries found
+    but left to the plan's general reading (without ``odd``, their records are left
+    unkeyed, and the plan asks for them again). Where anything is not as the bulk reading
+    assumes, every record is built and nothing is read here. Returns the share's
+    :class:`~framekit.engine.keys.TemplateKeys` where its rows were keyed by them (the
+    plan keys the records left with the same, checked once)."""
     weights, distinct = share.unbuilt, share.distinct
     reading = _reading(share) if cache.enabled else None
     if reading is None or weights is None or distinct is None:
         share.build_records()
-        return
+        return None
     keys = _keys(share, reading)
     if keys is None:
         share.build_records()  # polars's text is not the renderer's: nothing read
-        return
-    _, _, scores, by_label = reading
+        return None
+    template, scores, by_label = reading
+    found_odd: dict[str, Any] = {} if odd is None else odd
     answered = Answered.empty(distinct.height)
     # Distinct rows may still ask the same prompt: each key is read into its first row,
     # and copied to the others ("twins") once the lookup is done. (The dict is built from
@@ -61,7 +73,7 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
         i for i, key in enumerate(keys) if key is not None and first[key] != i
     ]  # fmt: skip
     for found in cache.lookup(first):  # (the whole table read tests its rows against it)
-        rows = _read_found(found, first, keys, answered, weights, scores, by_label, read)
+        rows = _read_found(found, first, answered, weights, scores, by_label, read, found_odd)
         if rows:
             progress(rows, "cached")
     twins_read = 0
@@ -71,35 +83,37 @@ def read_cached(share: Prepared, cache: Cache, progress: ProgressFn, read: set[s
             for column in answered.columns():
                 column[i] = column[source]
             twins_read += weights[i]
-        elif keys[source] is None:
-            keys[i] = None  # (its entry is read the general way, as its twin's)
     if twins_read:
         progress(twins_read, "cached")
     answered.count(weights)
     if answered.rows:  # (a cold run reads none: its records are built as they would have been)
         share.answered = answered
-    # The rows left to records, each with its key where the cache has no entry under it.
+    if odd is None and found_odd:  # the caller takes no entries: the plan asks again
+        keys = [None if key in found_odd else key for key in keys]
+    # The rows left to records, each with the key the cache was asked for (None: a row
+    # polars did not render, keyed and asked by the plan).
     label = answered.label
     unread = [(i, key) for i, key in enumerate(keys) if label[i] is None] if None in label else []
     share.build_records([i for i, _ in unread])
     for record, (_, key) in zip(share.records, unread):
         record.missed_key = key
+    return template
 
 
 def _read_found(
     found: dict[str, Any],
     first: dict[str, int],
-    keys: list[str | None],
     answered: Answered,
     weights: list[int],
     scores: Mapping[str, float],
     by_label: bool,
     read: set[str],
+    odd: dict[str, Any],
 ) -> int:
     """Read the cached ``found`` entries into ``answered`` (at each key's ``first`` row);
-    ``keys`` forgets the key of an entry the bulk reading leaves to the plan. Returns the
-    rows answered, for the progress display. (The columns are bound to names once: this
-    runs a million times in a re-run of a million rows.)"""
+    ``odd`` gains an entry the bulk reading leaves to the plan. Returns the rows
+    answered, for the progress display. (The columns are bound to names once: this runs a
+    million times in a re-run of a million rows.)"""
     value, label, explanation, confidence, tokens, cost = answered.columns()
     rows = 0
     add = read.add
@@ -107,7 +121,7 @@ def _read_found(
         i = first[key]
         answer = plain_reading(entry)
         if answer is None or not reads(scores, by_label, answer):
-            keys[i] = None  # an entry: the plan reads it the general way
+            odd[key] = entry  # the plan reads it the general way
             continue
         label[i], explanation[i], confidence[i] = answer
         value[i] = scores[answer[0]]
@@ -118,13 +132,13 @@ def _read_found(
 
 
 def _keys(
-    share: Prepared, reading: tuple[RenderedKeys, str, dict[str, float], bool]
+    share: Prepared, reading: tuple[TemplateKeys, dict[str, float], bool]
 ) -> list[str | None] | None:
     """The cache key of each of ``share``'s distinct rows, rendered by polars
     :data:`RENDER_SLICE` rows at a time (``None``: a row whose text polars leaves to the
     renderer, keyed by the plan from its record); ``None`` when polars's first prompt is
     not the renderer's."""
-    keyed, first_prompt, _, _ = reading
+    keyed, first_prompt = reading[0].keys, reading[0].prompt
     column = share.evaluator.prompt_column  # type: ignore[attr-defined]
     distinct = share.distinct
     assert distinct is not None
@@ -153,9 +167,9 @@ def _keys(
 
 def _reading(
     share: Prepared,
-) -> tuple[RenderedKeys, str, dict[str, float], bool] | None:
-    """What reading ``share``'s rows in bulk needs: its keys from the user message, the
-    first row's rendered prompt (to check polars's against), the label scores and whether
+) -> tuple[TemplateKeys, dict[str, float], bool] | None:
+    """What reading ``share``'s rows in bulk needs: its keys from the user message (with
+    the first row's rendered prompt, to check polars's against), the label scores and whether
     a label's probability leaves the score as it is; ``None`` where the share's requests
     are not a plain template's, or its answers not read by label alone."""
     ev, judge, distinct = share.evaluator, share.judge, share.distinct
@@ -167,7 +181,7 @@ def _reading(
     template = template_keys(ev, chat_prefix(ev, judge), fields)
     if template is None:
         return None
-    return template.keys, template.prompt, scores, ev.scoring != "expected"
+    return template, scores, ev.scoring != "expected"
 
 
 def plain_scores(share: Prepared) -> dict[str, float] | None:

@@ -47,7 +47,7 @@ from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
 from framekit._results import Outcome
 from framekit.engine.cache import Cache, GroupWriter, NullCache
-from framekit.engine.claims import claims_for
+from framekit.engine.claims import Claims, claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.lookahead import LookAhead
 from framekit.engine.sampling import sample_key, vote
@@ -147,6 +147,8 @@ class InFlight:
         # key -> None (claimed, nobody waits), the future a waiting run awaits, or the
         # answer published but not yet written (_Published).
         self._calls: dict[str, concurrent.futures.Future[Any] | _Published | None] = {}
+        #: Answers written to the cache by every run of this process on it, so far.
+        self.written = 0
 
     def claim(self, key: str) -> concurrent.futures.Future[Any] | None:
         """``None``: the caller now owns the call and must :meth:`finish` it; otherwise
@@ -184,9 +186,11 @@ class InFlight:
         if isinstance(entry, concurrent.futures.Future) and not entry.done():
             entry.set_result(outcome)
 
-    def release(self, keys: Iterable[str]) -> None:
-        """Forget published answers now in the cache (called by the writer thread)."""
+    def release(self, keys: list[str]) -> None:
+        """Forget published answers now in the cache (called by the writer thread), and
+        count them written."""
         with self._lock:
+            self.written += len(keys)
             calls = self._calls
             for key in keys:
                 if isinstance(calls.get(key), _Published):
@@ -294,6 +298,14 @@ class ChatExecutor(Executor):
         self.modes = modes or Modes()
         # Shared with other runs of this process on the same cache directory.
         self.inflight = table_for(cache)
+        # The table's count of written answers now (the plan has just asked the cache),
+        # and this run's own: any others were written by another run meanwhile.
+        self._written_before = self.inflight.written if self.inflight is not None else 0
+        self._written_own = 0
+        # When the plan asked the cache (just before this executor was made), and the
+        # claims file of the cache, once the run has opened it (see _cache_changed).
+        self._planned_at = time.time()
+        self._claims: Claims | None = None
         self.secrets: list[str] = []
         self._transport: Transport | None = None
         # The run's answers go to the cache through a writer thread (see the module
@@ -323,10 +335,19 @@ class ChatExecutor(Executor):
         name = self._transport.name
         if name not in self.stats.transports:
             self.stats.transports.append(name)
-        # [claims] requests claimed and looked up just before they go (engine/lookahead.py)
+        # The plan asked the cache for these keys once, before the run sent anything. The
+        # requests are claimed just before they go ([claims]: engine/lookahead.py), and
+        # looked up again only when an answer may have reached the cache since the plan:
+        # another run of this process wrote to it, or another process claimed in it.
         claims = claims_for(self.cache.path) if self.cache.writable else None
+        self._claims = claims
         queue = self._lookahead = LookAhead(
-            items, self.cache, claims, self.limits.concurrency, self.judge.samples == 1
+            items,
+            self.cache,
+            claims,
+            self.limits.concurrency,
+            self.judge.samples == 1,
+            stale=self._cache_changed,
         )
         workers = [
             asyncio.create_task(self._worker(queue, on_done))
@@ -347,6 +368,15 @@ class ChatExecutor(Executor):
         if hint is not None:
             self.stats.hints.append(hint)
 
+    def _cache_changed(self) -> bool:
+        """Whether an answer may have reached the cache since this run's plan asked it:
+        another run of this process wrote to it, or another process has claimed in it."""
+        table = self.inflight
+        if table is not None and table.written - self._written_before - self._written_own > 0:
+            return True
+        claims = self._claims
+        return claims is not None and claims.others_since(self._planned_at)
+
     async def _worker(self, queue: LookAhead, on_done: Callable[[str, Outcome], None]) -> None:
         while (item := await queue.next()) is not None:
             key, request, entry = item
@@ -354,8 +384,7 @@ class ChatExecutor(Executor):
                 on_done(key, await self._sampled(key, request))
                 continue
             cached = Outcome.from_entry(entry) if entry is not None else None
-            if cached is not None:
-                # Another process (or an earlier, interrupted run) answered it meanwhile.
+            if cached is not None:  # another run of this process answered it meanwhile
                 self.stats.cache_hits += 1
                 on_done(key, cached)
                 continue
@@ -410,6 +439,7 @@ class ChatExecutor(Executor):
 
     def _written(self, keys: list[str]) -> None:
         """The writer thread wrote a group: forget its calls, wake who waits for room."""
+        self._written_own += len(keys)  # (before the table counts them: see _others_wrote)
         if self.inflight is not None:
             self.inflight.release(keys)
         if self._lookahead is not None:  # [claims] answered and written: given up

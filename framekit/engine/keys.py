@@ -37,7 +37,9 @@ def chat_key(prefix: bytes, request: ChatRequest) -> str:
     Plain ``{"role", "content"}`` messages are fed to the hash as separated raw text rather
     than JSON: escaping every prompt as JSON was the largest cost of a fully cached re-run.
     The separators are control bytes that the prompt layer strips from data, so two
-    different message lists cannot hash the same way.
+    different message lists cannot hash the same way. This and :class:`RenderedKeys` are
+    two doors to one hash: both feed :func:`_hash_messages`'s bytes and end in
+    :func:`_digest`.
     """
     messages = request.messages
     first = messages[0] if messages else None
@@ -53,8 +55,7 @@ def chat_key(prefix: bytes, request: ChatRequest) -> str:
         h = _hash_messages(start.copy(), messages[1:])
     else:
         h = _hash_messages(hashlib.sha256(prefix), messages)
-    h.update(b"\x1c" + _schema_bytes(request.schema))
-    return "chat:" + h.hexdigest()
+    return _digest(h, _tail(request.schema))
 
 
 class RenderedKeys:
@@ -74,11 +75,13 @@ class RenderedKeys:
         #: The hash state after the prefix and every message but the user's.
         self.start = _hash_messages(hashlib.sha256(prefix), template.messages[:-1])
         #: What follows the user message's text: the schema.
-        self.tail = b"\x1c" + _schema_bytes(template.schema)
+        self.tail = _tail(template.schema)
 
     def __call__(self, user: str) -> str:
+        # _plain_bytes("user", user), then _digest, written out: this runs once per row
+        # of a cached re-run, where two calls more cost a fifth of the key's time.
         h = self.start.copy()
-        h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + self.tail)
+        h.update(_USER + user.encode("utf-8", "surrogatepass") + self.tail)
         return "chat:" + h.hexdigest()
 
 
@@ -123,11 +126,30 @@ def _plain(message: Mapping[str, Any]) -> bool:
     return len(message) == 2 and isinstance(message.get("content"), str) and "role" in message
 
 
+def _plain_bytes(role: str, content: str) -> bytes:
+    """A plain message as the key hashes it: record separator, role, unit separator, text."""
+    return b"\x1e" + role.encode() + b"\x1f" + content.encode("utf-8", "surrogatepass")
+
+
+#: A user message's bytes before its text (see _plain_bytes).
+_USER = b"\x1euser\x1f"
+
+
+def _digest(h: Any, tail: bytes) -> str:
+    """The key: the hash of the messages fed so far, then the schema's ``tail``."""
+    h.update(tail)
+    return "chat:" + h.hexdigest()
+
+
+def _tail(schema: dict[str, Any]) -> bytes:
+    """What follows the messages in the hashed stream: a group separator, the schema."""
+    return b"\x1c" + _schema_bytes(schema)
+
+
 def _hash_messages(h: Any, messages: Sequence[Mapping[str, Any]]) -> Any:
     for message in messages:
         if _plain(message):
-            h.update(b"\x1e" + str(message["role"]).encode() + b"\x1f")
-            h.update(message["content"].encode("utf-8", "surrogatepass"))
+            h.update(_plain_bytes(str(message["role"]), message["content"]))
         else:
             h.update(b"\x1d" + _KEY_ENCODER.encode(message).encode("utf-8", "surrogatepass"))
     return h

@@ -1,9 +1,10 @@
 """The requests a run's workers take: claimed and looked up a few at a time, just before
 they are sent; those another process is asking are waited for aside.
 
-The cache is asked again just before requests go out (the run's first look may be
-minutes old: another process may have answered since), :data:`LOOK_AHEAD` keys per
-query. With cross-process claims (:mod:`framekit.engine.claims`) the same few keys are
+The cache is asked again just before requests go out where it may have changed since
+the run's plan asked it (another run of this process wrote to it, or another process
+claimed in it: the run's first look may be minutes old), :data:`LOOK_AHEAD` keys per
+query; otherwise the plan's answer stands and a key is looked up once. With cross-process claims (:mod:`framekit.engine.claims`) the same few keys are
 claimed first, in one transaction, and only then looked up, so an answer written (and
 its claim given up) by another process meanwhile is found rather than paid for again.
 
@@ -22,7 +23,7 @@ import contextlib
 import itertools
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from framekit.engine.cache import Cache
@@ -54,9 +55,14 @@ class LookAhead:
         claims: Claims | None,
         size: int,
         lookup: bool = True,
+        stale: Callable[[], bool] | None = None,
     ) -> None:
         self.cache = cache
         self.claims = claims if lookup else None
+        #: Whether the cache may have changed since the run's plan asked it (``None``:
+        #: always ask again): where it has not, the plan's answer stands and the cache is
+        #: not asked a second time for a key.
+        self._stale = stale
         self._items = self._looked_up(iter(items), max(1, min(LOOK_AHEAD, size)), lookup)
         self._back: deque[Item] = deque()  # set-aside keys, answered or now this run's
         self._aside: set[asyncio.Task[None]] = set()
@@ -81,7 +87,8 @@ class LookAhead:
                 held = claims.take(keys)  # first: see the module docstring
                 with self._claimed_lock:
                     self.claimed.update(key for key in keys if key not in held)
-            found = self.cache.get_many(keys)
+            stale = self._stale
+            found = self.cache.get_many(keys) if stale is None or stale() else {}
             if found and claims is not None:
                 self.release([key for key in found if key in self.claimed])
             for key, request in chunk:

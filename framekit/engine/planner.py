@@ -39,7 +39,7 @@ from framekit.engine.cached_columns import (
 from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
 from framekit.engine.executor import ChatExecutor
-from framekit.engine.keys import chat_key, chat_prefix, template_keys
+from framekit.engine.keys import TemplateKeys, chat_key, chat_prefix, template_keys
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
 from framekit.engine.prepare import (
@@ -73,8 +73,16 @@ class ChatPlan(Mapping[str, list[Waiting]]):
     a real run's.
     """
 
-    def __init__(self, prepared: Sequence[Prepared], progress: ProgressFn | None = None) -> None:
+    def __init__(
+        self,
+        prepared: Sequence[Prepared],
+        progress: ProgressFn | None = None,
+        checked: Mapping[int, TemplateKeys] | None = None,
+    ) -> None:
         self.progress: ProgressFn = progress or _silent
+        # Per share (by id), the template keys its rows were already keyed by (read as
+        # columns): checked once, on the first row, not again on the first record.
+        self._checked = checked or {}
         self._waiting: dict[str, list[Waiting]] = {}
         # Per key, who answers it and the shape of its answer (the request without its
         # messages), as one pair shared by every key of an evaluator and judge.
@@ -139,7 +147,9 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         assert first.fields is not None
         # (None: not a plain template, or the first record's request is not built so; the
         # usual loop plans it, settling a record that cannot be built with its error)
-        template = template_keys(share.evaluator, prefix, first.fields)
+        template = self._checked.get(id(share)) or template_keys(
+            share.evaluator, prefix, first.fields
+        )
         if template is None:
             return False
         keys, request, render = template.keys, template.request, template.render
@@ -150,7 +160,6 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         if pair is None:
             pair = pairs[ident] = (judge, _shape(request))
         waiting_of, asked = self._waiting, self._asked
-        start, tail = keys.start, keys.tail
         checked = trusted = False
         for record, user in _bulk_prompts(share):
             fields = record.fields
@@ -162,16 +171,16 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                     user = None  # cut to fit the window: not the frame's text any more
                 if user is not None and not checked:  # polars's text is the renderer's
                     checked = True
-                    trusted = user == render(fields)
+                    # (the first record's text was rendered for the template's check)
+                    own = template.prompt if record is first else render(fields)
+                    trusted = user == own
                 if user is None or not trusted:
                     try:
                         user = render(fields)
                     except RecordError as exc:
                         record.fail(str(exc))
                         continue
-                h = start.copy()
-                h.update(b"\x1euser\x1f" + user.encode("utf-8", "surrogatepass") + tail)
-                key = "chat:" + h.hexdigest()  # keys(user), inlined: the plan's cost
+                key = keys(user)
             waiting = waiting_of.get(key)
             if waiting is None:
                 waiting_of[key] = [(share, record)]
@@ -407,17 +416,24 @@ async def _run_judges(
                 record.report(report)  # settled while prepared (an error, a known verdict)
     with bulk():
         read: set[str] = set()  # the keys answered as columns
+        odd: dict[str, Any] = {}  # entries found there, read here the general way
+        checked: dict[int, TemplateKeys] = {}
         for share in prepared:
             if share.unbuilt is not None:
-                read_cached(share, cache, report, read)
-        plan = ChatPlan(prepared, report)
+                template = read_cached(share, cache, report, read, odd)
+                if template is not None:
+                    checked[id(share)] = template
+        plan = ChatPlan(prepared, report, checked)
         # A key one share read as columns and another asks again (it reads the answer
         # otherwise) is one request, and one hit.
         again = sum(1 for key in plan if key in read) if read else 0
         stats.unique_requests += len(plan) + len(read) - again
         stats.cache_hits += len(read) - again
-        keys = plan.unasked()  # (the others were asked already: no answer there)
-        for hits in cache.lookup(keys):  # each chunk's answers, let go as used
+        keys = plan.unasked()  # (the others were asked already, their entries in odd)
+        if odd:
+            stats.cache_hits += plan.receive_cached(odd)
+            odd.clear()
+        for hits in cache.lookup(keys) if keys else ():  # each chunk's, let go as used
             stats.cache_hits += plan.receive_cached(hits)
         for share in prepared:
             prepare_waiting(share)  # the misses, looked up before they were prepared
