@@ -218,7 +218,7 @@ class Claims:
         cache from elsewhere after this run looked. (A process holding claims is seen at
         each renewal too; two renewals of slack cover a busy machine's late one.)"""
         if not self.usable:
-            return False
+            return True  # not known: look, as every run did before claims
         try:
             with self._lock:
                 row = (

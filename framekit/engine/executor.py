@@ -375,7 +375,12 @@ class ChatExecutor(Executor):
         if table is not None and table.written - self._written_before - self._written_own > 0:
             return True
         claims = self._claims
-        return claims is not None and claims.others_since(self._planned_at)
+        if claims is None or not claims.usable:
+            # Without working claims nothing says whether another process wrote: look,
+            # as every run did before claims (a second process opening claims.db at the
+            # same instant can be refused it).
+            return True
+        return claims.others_since(self._planned_at)
 
     async def _worker(self, queue: LookAhead, on_done: Callable[[str, Outcome], None]) -> None:
         while (item := await queue.next()) is not None:
