@@ -29,7 +29,6 @@ from framekit.engine.mapping import MappingValue
 from framekit.evaluate import evaluate_with_stats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
-from framekit.judges.local import LocalJudge
 
 __all__ = ["CalibratedCascade", "calibrate_cascade"]
 
@@ -236,7 +235,7 @@ def _add_price(prices: list[float] | None, judge: Any, cost: pl.Series) -> list[
     """The stage's mean cost of a row appended (0 offline); ``None`` once one is unknown."""
     if prices is None:
         return None
-    if isinstance(judge, LocalJudge):
+    if judge.offline is not None:
         return [*prices, 0.0]
     mean = cost.drop_nulls().mean()
     return None if mean is None else [*prices, float(mean)]  # type: ignore[arg-type]

@@ -171,7 +171,7 @@ def _demo_judge(judge: JudgeLike | None, likelihood: bool) -> JudgeLike:
     from framekit.judges.resolve import resolve_judge
 
     resolved = resolve_judge(judge)
-    if isinstance(resolved, LocalJudge) and not isinstance(judge, LocalJudge):
+    if resolved.offline is not None and not isinstance(judge, LocalJudge):
         return LocalJudge(likelihood=likelihood)
     return resolved
 

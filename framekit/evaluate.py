@@ -43,7 +43,6 @@ from framekit.engine.prepare import (
 )
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluators.base import Evaluator, check_evaluators
-from framekit.judges.cascade import Cascade
 from framekit.judges.resolve import JudgeLike, JudgeResolver
 
 OnError = Literal["record", "raise"]
@@ -101,7 +100,7 @@ def _decided_by(share: Prepared, record: Record) -> str | None:
     none for an error."""
     if record.error is not None:
         return None
-    return record.judge if isinstance(share.judge, Cascade) else share.judge.model
+    return record.judge if share.judge.cascade is not None else share.judge.model
 
 
 def _explained(explanation: str | None, note: str | None, value: float | None) -> str | None:
@@ -374,7 +373,7 @@ async def ascore_record(
     r = share.records[0]
     verdict = None if r.value is None else Verdict(r.value, r.label, r.explanation, r.confidence)
     metadata: dict[str, Any] = {
-        "judge": r.judge if isinstance(resolved, Cascade) else _secrets.mask_keys(resolved.model),
+        "judge": r.judge if resolved.cascade is not None else _secrets.mask_keys(resolved.model),
         "template_version": evaluator.version,
         "tokens": r.tokens,
         "cost_usd": r.cost_usd,

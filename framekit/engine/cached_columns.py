@@ -27,7 +27,6 @@ from framekit._results import Answered, ProgressFn
 from framekit.engine.cache import Cache
 from framekit.engine.keys import TemplateKeys, chat_prefix, template_keys
 from framekit.engine.prepare import Prepared
-from framekit.judges.judge import Judge
 from framekit.judges.request import answer_text
 
 #: Distinct records whose prompts polars renders at once: the texts of at most two slices
@@ -172,9 +171,9 @@ def _reading(
     the first row's rendered prompt, to check polars's against), the label scores and whether
     a label's probability leaves the score as it is; ``None`` where the share's requests
     are not a plain template's, or its answers not read by label alone."""
-    ev, judge, distinct = share.evaluator, share.judge, share.distinct
+    ev, judge, distinct = share.evaluator, share.judge.chat_endpoint, share.distinct
     scores = plain_scores(share)
-    if scores is None or distinct is None or not isinstance(judge, Judge):
+    if scores is None or distinct is None or judge is None:
         return None
     # The mapping's values, as vouched for: preparing them would change no prompt.
     fields = dict(zip(distinct.columns, distinct.row(0)))

@@ -95,8 +95,9 @@ class _Route:
 
     @property
     def cascade(self) -> Cascade:
-        assert isinstance(self.share.judge, Cascade)
-        return self.share.judge
+        cascade = self.share.judge.cascade
+        assert cascade is not None, "a cascade's share"
+        return cascade
 
     def start(self, report: ProgressFn) -> None:
         """Count what was settled while prepared; the rest is open for stage 1."""
@@ -162,8 +163,8 @@ def planned_stages(share: Prepared) -> list[tuple[Prepared, float]]:
     """For the dry run: each stage of a cascaded share over every record still to ask
     about, with the share of rows expected to reach it (the cascade's
     ``expected_share`` from a calibration, else 1: "up to" every row at every stage)."""
-    cascade = share.judge
-    assert isinstance(cascade, Cascade)
+    cascade = share.judge.cascade
+    assert cascade is not None, "a cascade's share"
     reach = cascade.expected_share or (1.0,) * len(cascade.judges)
     records = share.pending()
     return [

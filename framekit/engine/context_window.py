@@ -36,8 +36,9 @@ async def fit_to_context(
     (:func:`most_text`), so none is measured when that always fits."""
     for stage in judge.stages():
         # (The offline judge truncates to its model's 256 tokens by itself.)
-        if isinstance(stage, Judge):
-            await _fit_to_window(records, stage, most)
+        endpoint = stage.chat_endpoint
+        if endpoint is not None:
+            await _fit_to_window(records, endpoint, most)
 
 
 async def _fit_to_window(records: Sequence[Record], judge: Judge, most: int | None) -> None:

@@ -39,9 +39,7 @@ from framekit.engine.planner import ChatPlan
 from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
-from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
-from framekit.judges.local import LocalJudge
 from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import UNKNOWN_COST, Price
 from framekit.judges.resolve import JudgeLike, JudgeResolver
@@ -228,11 +226,12 @@ def plan_requests(
         # A cascade's stages are planned over every record, each weighted by the share
         # of rows expected to reach it (1 without a calibration: "up to").
         units: list[tuple[list[Prepared], float]] = [
-            ([s for s in prepared if not isinstance(s.judge, Cascade)], 1.0)
+            ([s for s in prepared if s.judge.cascade is None], 1.0)
         ]
         for share in prepared:
-            if isinstance(share.judge, Cascade):
-                plan.cascades[share.evaluator.name] = share.judge.expected_share
+            cascade = share.judge.cascade
+            if cascade is not None:
+                plan.cascades[share.evaluator.name] = cascade.expected_share
                 units += [([stage], reach) for stage, reach in planned_stages(share)]
         for shares, reach in units:
             planned = ChatPlan(shares)
@@ -292,7 +291,8 @@ def plan_requests(
     plan.judges = sorted({j.model for j in judges})
     plan.local_judge = any(j.embeds_locally for j in judges)
     if plan.requests:
-        problems = (j.configuration_problem() for j in judges if isinstance(j, Judge))
+        endpoints = (j.chat_endpoint for j in judges)
+        problems = (e.configuration_problem() for e in endpoints if e is not None)
         plan.warnings = sorted({p for p in problems if p})
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
@@ -302,7 +302,7 @@ def plan_requests(
 def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> int:
     if not texts:
         return 0
-    local = next((j for j in judges if isinstance(j, LocalJudge)), None)
+    local = next((j.offline for j in judges if j.offline is not None), None)
     try:
         model_id = local.model_id if local is not None else ""
     except Exception:  # the local model is not installed: nothing can be cached for it

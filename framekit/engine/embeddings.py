@@ -29,8 +29,6 @@ from framekit.engine.cache import Cache
 from framekit.engine.prepare import Prepared
 from framekit.engine.stats import RunStats
 from framekit.judges.faults import raise_for_run
-from framekit.judges.judge import Judge
-from framekit.judges.local import LocalJudge
 from framekit.judges.local.confidence import moved_to_prior
 from framekit.judges.transport import EmbeddingBackend
 
@@ -108,8 +106,9 @@ async def ready_embedders(prepared: Sequence[Prepared]) -> None:
     """Load the embedding models that LLM answers will need before paying for a single
     answer: a missing offline model would otherwise show only after every call was made."""
     for share in prepared:
-        if isinstance(share.judge, Judge) and share.embeds_answers:
-            await share.evaluator.embedding_backend(share.judge).prepare()
+        endpoint = share.judge.chat_endpoint
+        if endpoint is not None and share.embeds_answers:
+            await share.evaluator.embedding_backend(endpoint).prepare()
 
 
 @dataclass
@@ -145,9 +144,10 @@ async def embedding_stage(
         for record in share.pending():
             assert record.fields is not None
             try:
-                if isinstance(judge, LocalJudge):
+                offline = judge.offline
+                if offline is not None:
                     texts = ev.local_texts(record.fields)
-                    backend: EmbeddingBackend | None = judge
+                    backend: EmbeddingBackend | None = offline
                 else:
                     assert record.answer is not None, "embeddings follow an answer"
                     texts = ev.embedding_texts(record.fields, record.answer)
@@ -182,7 +182,7 @@ async def embedding_stage(
             record.fail(source.error)
             continue
         vecs = [source.vectors[t] for t in need.texts] if source is not None else []
-        if not isinstance(need.share.judge, LocalJudge):
+        if need.share.judge.offline is None:
             assert record.answer is not None
             need.share.judge_answer(record, record.answer, vecs)
             continue
@@ -202,8 +202,8 @@ def at_relevant_share(share: Prepared, verdict: Verdict) -> Verdict:
     (:func:`~framekit.judges.local.confidence.moved_to_prior`), when one is given. Every
     confidence of an embedding verdict is the relevance map fitted on WikiQA
     (``framekit.evaluators._local``), the one thing the share moves."""
-    judge = share.judge
-    if not isinstance(judge, LocalJudge) or judge.relevant_share is None:
+    judge = share.judge.offline
+    if judge is None or judge.relevant_share is None:
         return verdict
     if verdict.confidence is None:
         return verdict

@@ -54,8 +54,9 @@ async def ready_likelihood(prepared: Sequence[Prepared]) -> None:
     """Load the scorer before a run pays for answers: a missing extra or model
     (``LocalJudge(likelihood=True)``) stops the run here, not after its LLM calls."""
     for share in prepared:
-        if isinstance(share.judge, LocalJudge):
-            await share.judge.prepare_likelihood()
+        offline = share.judge.offline
+        if offline is not None:
+            await offline.prepare_likelihood()
             return
 
 
@@ -69,8 +70,8 @@ async def likelihood_stage(
     items: list[_Item] = []
     judge: LocalJudge | None = None
     for share in prepared:
-        assert isinstance(share.judge, LocalJudge)
-        judge = judge or share.judge
+        assert share.judge.offline is not None, "only the offline judge reads likelihoods"
+        judge = judge or share.judge.offline
         for record in share.pending():
             assert record.fields is not None
             try:

@@ -49,7 +49,6 @@ from framekit.engine.prepare import (
     ready,
 )
 from framekit.engine.stats import RunStats
-from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest
 
@@ -95,8 +94,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         # sent, from the text its keys were hashed from (see _plan_rendered).
         self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest]] = {}
         for share in prepared:
-            judge = share.judge
-            if not isinstance(judge, Judge):
+            judge = share.judge.chat_endpoint
+            if judge is None:
                 continue  # the offline judge embeds: see the embedding stage
             by_label = share.evaluator.scoring != "expected"
             self._plain[id(share)] = (plain_scores(share) or {}, by_label)
@@ -387,8 +386,8 @@ async def run(
     :class:`~framekit.judges.cascade.Cascade` are settled stage by stage by
     :func:`framekit.engine.cascade.run_cascades`, each stage a run of this planner.
     """
-    single = [share for share in prepared if not isinstance(share.judge, Cascade)]
-    cascaded = [share for share in prepared if isinstance(share.judge, Cascade)]
+    single = [share for share in prepared if share.judge.cascade is None]
+    cascaded = [share for share in prepared if share.judge.cascade is not None]
     if single or not cascaded:
         await _run_judges(single, cache, stats, progress, show=show, limiter_for=limiter_for)
     if cascaded:

@@ -127,8 +127,9 @@ class Prepared:
         answered = self.answered
         if answered is None or self.record_rows is None:
             return values
-        assert isinstance(self.judge, Judge), "only an LLM judge's answers are read so"
-        out = answered.column(kind, self.judge.model)
+        endpoint = self.judge.chat_endpoint
+        assert endpoint is not None, "only an LLM judge's answers are read so"
+        out = answered.column(kind, endpoint.model)
         for row, value in zip(self.record_rows, values):
             out[row] = value
         return out
@@ -297,7 +298,7 @@ def _vouched(
     judge whose answers the planner reads in bulk; ``None`` for any other share.
     Preparing was a quarter of a fully cached re-run's time."""
     vouch = getattr(ev, "prepared_as_given", None)
-    if vouch is None or not isinstance(judge, Judge) or embeds_answers(ev):
+    if vouch is None or judge.chat_endpoint is None or embeds_answers(ev):
         return None
     given: list[bool] | None = vouch(distinct)
     return given
@@ -311,7 +312,8 @@ def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | Non
     the rest)."""
     if most is None or most > ALWAYS_FITS:
         return False
-    if not isinstance(judge, Judge) or judge.context_window:
+    endpoint = judge.chat_endpoint
+    if endpoint is None or endpoint.context_window:
         return False
     return all(
         callable(getattr(ev, hook, None))

@@ -244,10 +244,9 @@ class AnswerRelevancy(Evaluator):
             # LocalJudge's model_id is a read-only property; the protocol reads it only.
             return cast("EmbeddingBackend", LocalJudge())
         if isinstance(model, str):
-            from framekit.judges.judge import Judge
             from framekit.judges.litellm.embeddings import RemoteEmbeddings
 
-            return RemoteEmbeddings(model, judge if isinstance(judge, Judge) else None)
+            return RemoteEmbeddings(model, judge.chat_endpoint if judge is not None else None)
         assert self._own_backend is not None
         return self._own_backend
 

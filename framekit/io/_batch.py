@@ -16,7 +16,6 @@ from typing import Any
 
 from framekit._errors import BatchPending
 from framekit.evaluate import evaluate_with_stats
-from framekit.judges.judge import Judge
 
 
 async def submit_all_slices(
@@ -27,7 +26,8 @@ async def submit_all_slices(
     **evaluate: Any,
 ) -> None:
     """Plan and submit the batches of every slice not yet done; wait for none."""
-    if not isinstance(judge, Judge) or not judge.batch or len(slices) - len(done) < 2:
+    endpoint = judge.chat_endpoint
+    if endpoint is None or not endpoint.batch or len(slices) - len(done) < 2:
         return
     eager = copy.copy(judge)
     eager.batching = replace(judge.batching, wait=False)

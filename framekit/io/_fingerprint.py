@@ -66,9 +66,9 @@ def _offline_method(spec: Any, ev: Evaluator) -> str | None:
     if spec is not None and spec != "local" and not isinstance(spec, LocalJudge):
         return None  # an LLM judge (or a cascade): its identity is its model
     with contextlib.suppress(Exception):
-        judge = resolve_judge(spec)
-        if isinstance(judge, LocalJudge):
-            return judge.method(ev)
+        offline = resolve_judge(spec).offline
+        if offline is not None:
+            return offline.method(ev)
     return None
 
 

@@ -160,6 +160,21 @@ class Cascade:
     #: the stages' methods).
     confidence_method = "cascade"
 
+    @property
+    def chat_endpoint(self) -> None:
+        """The one LLM endpoint its requests go to: none (each stage has its own)."""
+        return None
+
+    @property
+    def offline(self) -> None:
+        """The offline judge it is: none (a stage may be one)."""
+        return None
+
+    @property
+    def cascade(self) -> Cascade:
+        """The cascade it is: itself."""
+        return self
+
     def stages(self) -> tuple[Judge | LocalJudge, ...]:
         """The judges asked in turn, cheapest first."""
         return tuple(self.judges)

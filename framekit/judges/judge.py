@@ -305,6 +305,21 @@ class Judge:
     #: Whether its verdicts follow embeddings it makes itself (the offline judge's).
     embeds_locally = False
 
+    @property
+    def chat_endpoint(self) -> Judge:
+        """The LLM endpoint its requests go to: itself (``None`` on the other kinds)."""
+        return self
+
+    @property
+    def offline(self) -> None:
+        """The offline judge it is: none."""
+        return None
+
+    @property
+    def cascade(self) -> None:
+        """The cascade it is: none."""
+        return None
+
     def stages(self) -> tuple[Judge]:
         """The judges asked in turn, cheapest first: this one."""
         return (self,)

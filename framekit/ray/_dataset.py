@@ -69,7 +69,9 @@ def run_spec(
     resolved = resolve_judge(judge)
     limiter = None
     key_from_env = False
-    if isinstance(resolved, Judge):
+    resolved_endpoint = resolved.chat_endpoint
+    if resolved_endpoint is not None:
+        resolved = resolved_endpoint
         if shared_limit:
             limiter = shared_limiter(resolved.model, resolved.api_base, resolved.rpm, resolved.tpm)
         # The spec travels through Ray's object store (which may spill to disk). A judge
@@ -86,7 +88,7 @@ def pool_settings(
     judge: Judge | LocalJudge | Cascade, workers: int | None, num_cpus: float | None
 ) -> tuple[int, float]:
     """Workers and CPUs per worker, defaulted from the judge and the cluster."""
-    local = isinstance(judge, LocalJudge)
+    local = judge.offline is not None
     if workers is None:
         cpus = int(ray.cluster_resources().get("CPU", 1))
         workers = max(1, cpus) if local else DEFAULT_API_WORKERS

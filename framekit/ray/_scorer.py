@@ -60,8 +60,9 @@ class BlockScorer:
         self.spec = spec
         self.judge = spec.judge
         self.limiter: Limiter | None = None
-        if isinstance(self.judge, LocalJudge):
-            self.judge = _local_judge_for_this_worker(self.judge)
+        offline = self.judge.offline
+        if offline is not None:
+            self.judge = _local_judge_for_this_worker(offline)
         else:
             if spec.key_from_env and not os.environ.get(FRAMEKIT_KEY_VAR):
                 raise InputError(

@@ -147,6 +147,21 @@ class LocalJudge:
     #: Its verdicts follow the embeddings it makes (unless it reads likelihoods).
     embeds_locally = True
 
+    @property
+    def chat_endpoint(self) -> None:
+        """The LLM endpoint its requests go to: none (it scores on the CPU)."""
+        return None
+
+    @property
+    def offline(self) -> LocalJudge:
+        """The offline judge it is: itself."""
+        return self
+
+    @property
+    def cascade(self) -> None:
+        """The cascade it is: none."""
+        return None
+
     def stages(self) -> tuple[LocalJudge]:
         """The judges asked in turn, cheapest first: this one."""
         return (self,)
