@@ -326,7 +326,7 @@ class ChatExecutor(Executor):
             await self._send_all(items, on_done)
         finally:
             await self._drain()
-            if self._lookahead is not None:  # [claims] after the drain: all written
+            if self._lookahead is not None:  # after the drain: every answer written
                 await self._lookahead.close()  # the claims of keys left unanswered go
 
     async def _send_all(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
@@ -336,7 +336,7 @@ class ChatExecutor(Executor):
         if name not in self.stats.transports:
             self.stats.transports.append(name)
         # The plan asked the cache for these keys once, before the run sent anything. The
-        # requests are claimed just before they go ([claims]: engine/lookahead.py), and
+        # requests are claimed just before they go (engine/lookahead.py, engine/claims.py), and
         # looked up again only when an answer may have reached the cache since the plan:
         # another run of this process wrote to it, or another process claimed in it.
         claims = claims_for(self.cache.path) if self.cache.writable else None
@@ -413,7 +413,7 @@ class ChatExecutor(Executor):
                         self.inflight.publish(key, outcome)
                     else:
                         self.inflight.finish(key, outcome)
-                if not queued:  # [claims] no answer to wait for: another process may ask
+                if not queued:  # no answer to wait for: another process may ask it
                     queue.unanswered(key)
             on_done(key, outcome)
 
@@ -447,7 +447,7 @@ class ChatExecutor(Executor):
         self._written_own += len(keys)  # (before the table counts them: see _others_wrote)
         if self.inflight is not None:
             self.inflight.release(keys)
-        if self._lookahead is not None:  # [claims] answered and written: given up
+        if self._lookahead is not None:  # answered and written: claims given up
             self._lookahead.written(keys)
         loop = self._loop
         if self._room_wanted and loop is not None:
