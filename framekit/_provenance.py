@@ -160,6 +160,9 @@ def build(
         "counts": counts,
         "cost_usd": stats.cost_usd,
     }
+    figures = getattr(stats, "cost_figures", None)
+    if callable(figures):  # cost per 1,000 rows, savings, budget (engine/savings.py)
+        record["cost"] = figures()
     stages = getattr(stats, "stages", None)
     if stages:  # a cascade: what each stage decided, sent and cost
         record["cascade"] = stages

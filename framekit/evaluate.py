@@ -33,6 +33,8 @@ from framekit._result_columns import (
 )
 from framekit._results import ProgressFn, Record, Verdict
 from framekit._score import Score, passes
+from framekit.engine import savings
+from framekit.engine.budget import check_priced, current_budget, rows_left, spending_limit
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.mapping import MappingValue
 from framekit.engine.planner import LimiterFor, run
@@ -121,23 +123,25 @@ async def aevaluate_dataframe(
     progress: bool | ProgressFn = True,
     details: bool = False,
     overwrite: bool = False,
+    max_cost_usd: float | None = None,
 ) -> Any:
     """Awaitable :func:`evaluate_dataframe` (same parameters and result)."""
     if on_error not in ("record", "raise"):
         raise InputError(f"on_error must be 'record' or 'raise', got {on_error!r}")
     stats = RunStats()
     try:
-        out, stats = await evaluate_with_stats(
-            df,
-            evaluators,
-            mapping,
-            judge=judge,
-            cache=cache,
-            progress=progress,
-            details=details,
-            overwrite=overwrite,
-            stats=stats,
-        )
+        with spending_limit(max_cost_usd):
+            out, stats = await evaluate_with_stats(
+                df,
+                evaluators,
+                mapping,
+                judge=judge,
+                cache=cache,
+                progress=progress,
+                details=details,
+                overwrite=overwrite,
+                stats=stats,
+            )
     except asyncio.CancelledError:
         record_last(stats)  # what the interrupted run did, for fk.last_run()
         raise
@@ -186,6 +190,7 @@ async def evaluate_with_stats(
     base = frame.drop(clash) if clash else frame
 
     prepared = await prepare(base, evs, mapping, JudgeResolver(judge))
+    await check_priced(share.judge for share in prepared)  # under a budget, before any call
     stats = stats if stats is not None else RunStats()
     stats.rows, stats.evaluations = base.height, base.height * len(evs)
     resolved_cache = resolve_cache(cache)
@@ -226,6 +231,10 @@ async def evaluate_with_stats(
     # Typed even for an empty frame.
     appended = pl.DataFrame([s for share in prepared for s in _result_series(share, details)])
     result = base.hstack(appended)
+    savings.tally(prepared, stats)
+    budget = current_budget()
+    if budget is not None:
+        stats.budget_usd, stats.rows_left = budget.limit, rows_left(result, [e.name for e in evs])
     stats.elapsed_s = time.perf_counter() - started
     if stats.failures:
         stats.first_error = _first_failure(result, evs)
@@ -281,6 +290,7 @@ def evaluate_dataframe(
     progress: bool | ProgressFn = True,
     details: bool = False,
     overwrite: bool = False,
+    max_cost_usd: float | None = None,
 ) -> Any:
     """Score every row of a table with LLM-as-judge evaluators; append result columns.
 
@@ -318,6 +328,14 @@ def evaluate_dataframe(
         stages the row went through).
     overwrite
         Replace result columns that already exist instead of raising.
+    max_cost_usd
+        A budget in US dollars for the calls of this run. A request goes out only while
+        what was spent, plus the most the requests in flight could cost, plus the most it
+        could cost (its prompt and the judge's ``max_tokens`` of answer at the judge's
+        price) stays within it; after the first that does not fit, none does. The rows
+        left get ``<name>_error`` starting ``"budget reached"``, are not cached, and a
+        re-run with a higher budget sends exactly those. A judge without a known price
+        is an :class:`~framekit.InputError` before any call. See ``docs/cost.md``.
 
     Returns
     -------
@@ -349,6 +367,7 @@ def evaluate_dataframe(
             progress=progress,
             details=details,
             overwrite=overwrite,
+            max_cost_usd=max_cost_usd,
         )
     )
 

@@ -46,6 +46,7 @@ from typing import Any
 from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
 from framekit._results import Outcome
+from framekit.engine.budget import Gate
 from framekit.engine.cache import Cache, GroupWriter, NullCache
 from framekit.engine.claims import Claims, claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
@@ -318,6 +319,7 @@ class ChatExecutor(Executor):
         # end: one wake-up of the thread per turn, not one per answer.
         self._staged: list[tuple[str, Any]] = []
         self._lookahead: LookAhead | None = None
+        self._gate = Gate(judge, stats)  # the run's budget (engine/budget.py)
 
     async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
         self._loop = asyncio.get_running_loop()
@@ -490,15 +492,20 @@ class ChatExecutor(Executor):
         assert self._transport is not None, "_drive() opens the judge first"
         progress = _Progress(list(request.messages), time.perf_counter())
         while True:
+            ticket = await self._gate.reserve(progress.messages, request.schema)
+            if ticket.refused is not None:  # the budget is reached: this row is left
+                return progress.outcome(None, ticket.refused)
             estimate = estimate_tokens(progress.messages, self.max_tokens)
             await self.limiter.acquire(estimate)
             mode = self.modes.current
             self.stats.requests_sent += 1
             self.stats.sending += 1
+            result: RawReply | Fault | None = None
             try:
                 result = await self._transport.call(request, progress.messages, mode)
             finally:
                 self.stats.sending -= 1
+                self._gate.settle(ticket, result)
             if isinstance(result, Fault):
                 outcome = await self._handle_fault(result, mode, progress, key or str(id(request)))
             else:

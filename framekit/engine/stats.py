@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from framekit.engine import savings
 from framekit.judges.pricing import UNKNOWN_COST
 
 
@@ -67,6 +68,16 @@ class RunStats:
     confidence: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
+    #: The run's budget (``max_cost_usd``; ``None``: none) and the rows it left unscored
+    #: (their ``_error`` says the budget was reached: see :mod:`framekit.engine.budget`).
+    budget_usd: float | None = None
+    rows_left: int = 0
+    #: What dedup, framekit's cache, batch mode and the provider's prompt cache saved, in
+    #: US dollars (``None``: unknown); defined in :mod:`framekit.engine.savings`.
+    saved_dedup_usd: float | None = 0.0
+    saved_cache_usd: float | None = 0.0
+    saved_batch_usd: float = 0.0
+    saved_prompt_cache_usd: float = 0.0
     #: The run record: version, time, input, judge, evaluators, mapping, counts, cost
     #: (see :mod:`framekit._provenance`); stored in Parquet files this run writes.
     provenance: dict[str, Any] | None = None
@@ -85,11 +96,27 @@ class RunStats:
             line += f" (via {', '.join(self.transports)})"
         if self.batch_requests:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
+        line += self.per_1000_text()
         line += cut_note(self.cut_to_fit)
         said = describe_confidence(self.confidence)
         if said:
             line += f"\nframekit: {said}"
-        return self.with_hints("\n".join([line, *cascade_lines(self.stages)]))
+        lines = [line, *cascade_lines(self.stages)]
+        budget = savings.budget_line(self)
+        if budget is not None:
+            lines.append(budget)
+        return self.with_hints("\n".join(lines))
+
+    def per_1000_text(self) -> str:
+        """``; $0.0123 per 1,000 rows; saved ...`` (see :mod:`framekit.engine.savings`),
+        or nothing when the cost is unknown."""
+        said = savings.describe(self)
+        return f"; {said}" if said else ""
+
+    def cost_figures(self) -> dict[str, Any]:
+        """Cost per 1,000 rows, what each saving saved and the budget, as the run record
+        keeps them (:func:`framekit.engine.savings.cost_figures`)."""
+        return savings.cost_figures(self)
 
     def cost_text(self) -> str:
         """``$0.0123``, or ``cost unknown (...)`` in the words every path uses."""

@@ -1,0 +1,169 @@
+"""A budget that holds (issue 42): ``max_cost_usd`` / ``--max-cost``.
+
+Every figure is counted at the simulator: what a budget run paid (its token counts at the
+price given), how many requests it sent, and that a re-run with a higher budget sends
+exactly the rows the first one left.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+import framekit as fk
+from framekit.cli.main import main
+from framekit.engine.budget import BUDGET_REACHED, budget_error
+from framekit.evaluators import RetrievalRelevance
+from framekit.testing import JudgeSimulator, SimulatorConfig
+from tests.helpers import API_KEY, MAPPING, RETRIEVAL_CLI_ARGS, retrieval_frame
+
+PRICE = {"input": 2.0, "output": 8.0, "cached_input": 0.5}
+ROWS = 40
+CONCURRENCY = 4
+#: A short answer budget, so that a request's reservation is near what it costs.
+MAX_TOKENS = 200
+
+
+def cost_of(counts: dict[str, Any], price: dict[str, float] = PRICE) -> float:
+    """What the simulator's token counts cost at ``price`` (US dollars per million)."""
+    cached = counts["cached_tokens"]
+    fresh = counts["prompt_tokens"] - cached
+    dollars = (
+        fresh * price["input"]
+        + cached * price["cached_input"]
+        + counts["completion_tokens"] * price["output"]
+    )
+    return dollars / 1e6
+
+
+@pytest.fixture
+def sim():
+    with JudgeSimulator(SimulatorConfig(batch_seconds=0.1)) as s:
+        yield s
+
+
+def judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
+    options.setdefault("price", PRICE)
+    options.setdefault("concurrency", CONCURRENCY)
+    return fk.Judge(
+        "openai/sim-judge",
+        api_base=sim.api_base,
+        api_key=API_KEY,
+        max_tokens=MAX_TOKENS,
+        **options,
+    )
+
+
+def score(sim: JudgeSimulator, cache: Path, budget: float | None, df: pl.DataFrame | None = None):
+    out = fk.evaluate_dataframe(
+        retrieval_frame(ROWS) if df is None else df,
+        [RetrievalRelevance()],
+        MAPPING,
+        judge=judge(sim),
+        cache=cache,
+        progress=False,
+        max_cost_usd=budget,
+    )
+    assert isinstance(out, pl.DataFrame)
+    return out
+
+
+def one_request_cost(sim: JudgeSimulator, tmp_path: Path) -> float:
+    """What one request of this workload costs at the simulator (the most of a few)."""
+    with JudgeSimulator() as other:
+        fk.evaluate_dataframe(
+            retrieval_frame(4),
+            [RetrievalRelevance()],
+            MAPPING,
+            judge=judge(other, concurrency=1),
+            cache=False,
+            progress=False,
+        )
+        counts = other.stats()
+        assert counts["chat"] == 4
+        return cost_of(counts) / 4 * 1.2  # rows differ by a few characters
+
+
+def test_a_budget_run_spends_at_most_the_budget_and_leaves_the_rest_resumable(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    per_request = one_request_cost(sim, tmp_path)
+    budget = 12 * per_request
+    out = score(sim, tmp_path / "cache", budget)
+    counts = sim.stats()
+    sent = counts["chat"]
+    paid = cost_of(counts)
+    # Spent (counted at the simulator) within the budget plus one concurrency's worth.
+    assert paid <= budget + CONCURRENCY * per_request
+    assert 0 < sent < ROWS
+    run = fk.last_run()
+    assert run is not None and run.cost_usd == pytest.approx(paid, rel=0.03)
+    errors = out["retrieval_relevance_error"]
+    left = errors.str.starts_with(BUDGET_REACHED).fill_null(False)
+    assert int(left.sum()) == ROWS - sent == run.rows_left
+    assert errors.filter(left).unique().to_list() == [budget_error(budget)]
+    # Rows answered have a score; rows left have none (never a 0 for a failure).
+    assert out.filter(left)["retrieval_relevance_score"].null_count() == ROWS - sent
+    assert out.filter(~left)["retrieval_relevance_score"].null_count() == 0
+    summary = run.summary()
+    assert f"budget: ${run.cost_usd:.4f} spent of ${budget:.4f}" in summary
+    assert f"{ROWS - sent} rows left unscored" in summary
+    record = run.provenance
+    assert record is not None and record["cost"]["budget"]["rows_left"] == ROWS - sent
+
+    # The re-run with a larger budget sends exactly the rows left, and finishes.
+    again = score(sim, tmp_path / "cache", budget * 100)
+    assert sim.stats()["chat"] - sent == ROWS - sent
+    assert again["retrieval_relevance_error"].null_count() == ROWS
+    rerun = fk.last_run()
+    assert rerun is not None and rerun.rows_left == 0 and rerun.cache_hits == sent
+
+
+def test_the_budget_holds_across_retries_and_reasks(sim: JudgeSimulator, tmp_path: Path) -> None:
+    # Half the rows are answered unreadably first (a re-ask is a second paid request):
+    # every attempt passes the gate, so the spend still stays within the bound.
+    df = retrieval_frame(ROWS).with_columns(
+        pl.when(pl.col("row_id") % 2 == 0)
+        .then(pl.col("question") + " @sim(fault=malformed, first=1)")
+        .otherwise(pl.col("question"))
+        .alias("question")
+    )
+    per_request = one_request_cost(sim, tmp_path)
+    budget = 10 * per_request
+    score(sim, tmp_path / "cache", budget, df)
+    paid = cost_of(sim.stats())
+    assert paid <= budget + CONCURRENCY * per_request
+
+
+def test_an_unknown_price_with_a_budget_is_an_input_error_before_any_call(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    unpriced = judge(sim, price=None)
+    with pytest.raises(fk.InputError, match="max_cost_usd needs a price.*sim-judge"):
+        fk.evaluate_dataframe(
+            retrieval_frame(4), [RetrievalRelevance()], MAPPING,
+            judge=unpriced, cache=tmp_path / "c", progress=False, max_cost_usd=1.0,
+        )  # fmt: skip
+    assert sim.stats()["chat"] == 0
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5"])
+def test_a_budget_must_be_a_positive_number(bad: Any, sim: JudgeSimulator) -> None:
+    with pytest.raises(fk.InputError, match="max_cost_usd must be a positive number"):
+        fk.evaluate_dataframe(
+            retrieval_frame(2), [RetrievalRelevance()], MAPPING,
+            judge=judge(sim), cache=False, progress=False, max_cost_usd=bad,
+        )  # fmt: skip
+    assert sim.stats()["chat"] == 0
+
+
+def test_a_budget_that_fits_changes_nothing(sim: JudgeSimulator, tmp_path: Path) -> None:
+    out = score(sim, tmp_path / "cache", 100.0)
+    assert sim.stats()["chat"] == ROWS
+    assert out["retrieval_relevance_error"].null_count() == ROWS
+    run = fk.last_run()
+    assert run is not None and run.rows_left == 0
+    assert "no row left" in run.summary()
