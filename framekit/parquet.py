@@ -36,6 +36,7 @@ def evaluate_parquet(
     details: bool = False,
     overwrite: bool = False,
     slice_rows: int | None = None,
+    max_cost_usd: float | None = None,
     engine: str = "local",
     **ray_options: Any,
 ) -> ParquetRun:
@@ -64,6 +65,12 @@ def evaluate_parquet(
     slice_rows
         Rows per slice; ``None`` follows the row groups (tiny ones merged, ones above
         100,000 rows or 64 MiB split). Peak memory grows with the slice size.
+    max_cost_usd
+        One budget in US dollars over every slice (as for
+        :func:`framekit.evaluate_dataframe`): the rows left when it is reached carry an
+        error saying so in the destination, and the same call with a higher budget scores
+        exactly those (the rest come from the cache). Also on Ray (one budget for the
+        cluster).
     engine
         ``"local"`` (this process) or ``"ray"``: the slices are scored by a pool of Ray
         workers under one shared rate limit (needs ``framekit[ray]``); ``**ray_options``
@@ -87,7 +94,9 @@ def evaluate_parquet(
     >>> run.rows, run.skipped_slices, run.stats.requests_sent  # doctest: +SKIP
     (2000000, 0, 1500)
     """
-    options = ParquetOptions(judge, cache, on_error, progress, details, overwrite, slice_rows)
+    options = ParquetOptions(
+        judge, cache, on_error, progress, details, overwrite, slice_rows, max_cost_usd
+    )
     if engine == "ray":
         from framekit.ray import evaluate_parquet as on_ray
 
@@ -123,7 +132,7 @@ def evaluate_sql(
         in-memory connection).
     **options
         ``judge``, ``cache``, ``on_error``, ``progress``, ``details``, ``overwrite``,
-        ``slice_rows``, as for :func:`evaluate_parquet`.
+        ``slice_rows``, ``max_cost_usd``, as for :func:`evaluate_parquet`.
 
     Examples
     --------

@@ -167,3 +167,83 @@ def test_a_budget_that_fits_changes_nothing(sim: JudgeSimulator, tmp_path: Path)
     run = fk.last_run()
     assert run is not None and run.rows_left == 0
     assert "no row left" in run.summary()
+
+
+def cli_args(sim: JudgeSimulator, tmp_path: Path) -> list[str]:
+    source = tmp_path / "runs.parquet"
+    if not source.exists():
+        retrieval_frame(ROWS).write_parquet(source)
+    return [
+        "evaluate", str(source), *RETRIEVAL_CLI_ARGS, "--judge", "openai/sim-judge",
+        "--api-base", sim.api_base, "--cache", str(tmp_path / "cache"), "-q",
+        "--concurrency", str(CONCURRENCY), "--price", "input=2,output=8,cached_input=0.5",
+    ]  # fmt: skip
+
+
+def test_max_cost_on_the_command_line_exits_1_saying_so_and_the_rerun_finishes(
+    sim: JudgeSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setenv("FRAMEKIT_API_KEY", API_KEY)
+    args = cli_args(sim, tmp_path)
+    out = tmp_path / "out.parquet"
+    # Each request holds its prompt and 1,024 answer tokens (about $0.009) while in flight.
+    budget = 0.05
+    assert main([*args, "-o", str(out), "--max-cost", str(budget)]) == 1
+    err = capsys.readouterr().err
+    sent = sim.stats()["chat"]
+    assert 0 < sent < ROWS
+    assert cost_of(sim.stats()) <= budget
+    said = [line for line in err.splitlines() if line.startswith("framekit: budget reached")]
+    assert said == [
+        f"framekit: budget reached: ${fk.last_run().cost_usd:.4f} spent of --max-cost $0.05; "
+        f"{ROWS - sent} rows left unscored in {out} (their *_error says so): the same command "
+        "with a higher --max-cost scores exactly those"
+    ]
+    # The destination is written: the rows left carry the error, the others their scores.
+    scored = pl.read_parquet(out)
+    left = scored["retrieval_relevance_error"].str.starts_with(BUDGET_REACHED).fill_null(False)
+    assert int(left.sum()) == ROWS - sent
+    footer = pl.read_parquet_metadata(out)
+    assert '"rows_left": %d' % (ROWS - sent) in footer["framekit"]
+
+    assert main([*args, "-o", str(out), "--max-cost", "5"]) == 0
+    assert sim.stats()["chat"] == ROWS  # exactly the rows left were sent
+    assert pl.read_parquet(out)["retrieval_relevance_error"].null_count() == ROWS
+
+
+def test_a_dry_run_with_max_cost_says_whether_the_estimate_fits(
+    sim: JudgeSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    monkeypatch.setenv("FRAMEKIT_API_KEY", API_KEY)
+    args = [*cli_args(sim, tmp_path), "--dry-run"]
+    assert main([*args, "--max-cost", "5"]) == 0
+    assert "fits within --max-cost $5.00" in capsys.readouterr().out
+    assert main([*args, "--max-cost", "0.001"]) == 1
+    said = capsys.readouterr().out
+    assert "is over --max-cost $0.00" in said and f"of the {ROWS} requests unsent" in said
+    assert sim.stats()["total"] == 0
+
+
+def test_evaluate_parquet_holds_one_budget_over_every_slice(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    source = tmp_path / "runs.parquet"
+    retrieval_frame(ROWS).write_parquet(source)
+    per_request = one_request_cost(sim, tmp_path)
+    budget = 12 * per_request
+
+    def run(limit: float) -> Any:
+        return fk.evaluate_parquet(
+            source, tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING,
+            judge=judge(sim), cache=tmp_path / "cache", progress=False, slice_rows=8,
+            max_cost_usd=limit,
+        )  # fmt: skip
+
+    first = run(budget)
+    sent = sim.stats()["chat"]
+    assert first.slices == ROWS // 8
+    assert cost_of(sim.stats()) <= budget + CONCURRENCY * per_request
+    assert 0 < sent < ROWS and first.stats.rows_left == ROWS - sent
+    assert "rows left unscored" in first.summary()
+    again = run(budget * 100)
+    assert sim.stats()["chat"] == ROWS and again.stats.rows_left == 0

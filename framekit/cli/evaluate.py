@@ -13,9 +13,11 @@ import warnings
 from typing import Any
 
 from framekit._errors import InputError
+from framekit.engine.budget import budget_reached, estimate_fits
 from framekit.cli.options import (
     ENV_HELP,
     STDOUT,
+    add_max_cost_argument,
     add_price_argument,
     builtin_names,
     cache_of,
@@ -114,6 +116,7 @@ def add_parser(sub: Any) -> None:
         help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
     )
     add_price_argument(ev)
+    add_max_cost_argument(ev)
     ev.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
     ev.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
     ev.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
@@ -227,6 +230,10 @@ def run(args: argparse.Namespace) -> int:
             details=args.details,
         )
         print(plan.describe())
+        if args.max_cost is not None:
+            fits, said = estimate_fits(plan, args.max_cost)
+            print(said)
+            return 0 if fits else 1
         return 0
 
     # Ray's settings go only where asked for (framekit.ray.evaluate_parquet takes them).
@@ -245,11 +252,16 @@ def run(args: argparse.Namespace) -> int:
             details=args.details,
             overwrite=args.overwrite,
             slice_rows=args.slice_rows,
+            max_cost_usd=args.max_cost,
             **(on_ray if args.engine == "ray" else {}),
         )
     if args.quiet:
         print(run.summary(), file=sys.stderr)
     shown = "the output on standard output" if args.output == STDOUT else run.destination
+    if run.stats.rows_left:
+        # Before the other exits: these rows did not fail, they wait for more budget.
+        print(budget_reached(run.stats, shown), file=sys.stderr)
+        return 1
     if run.rows and run.failed_rows == run.rows and args.max_failures is None:
         # Nothing usable came out: CI must not read this run as a success.
         print(

@@ -167,6 +167,18 @@ def add_price_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_max_cost_argument(parser: argparse.ArgumentParser) -> None:
+    """``--max-cost USD``: the run's budget (``max_cost_usd``)."""
+    parser.add_argument(
+        "--max-cost",
+        type=positive_float,
+        metavar="USD",
+        help="a budget in USD: no request is sent that could take the run past it; the "
+        "rows left get an error saying so (exit 1) and the same command with a higher "
+        "--max-cost scores exactly those. With --dry-run: say whether the estimate fits",
+    )
+
+
 def price_of(text: str) -> dict[str, float]:
     """``--price input=2,output=8,cached_input=0.5`` as ``Judge(price=...)`` takes it,
     checked as the judge checks it (an :class:`~framekit.InputError` naming the key).

@@ -281,3 +281,53 @@ class Gate:
         if billed:  # an answer of unknown cost (never, under a budget) counts as held
             cost = ticket.held if reply.cost_usd is None else reply.cost_usd
         self.budget.settle(ticket.held, cost)
+
+
+def budget_reached(stats: Any, where: Any) -> str:
+    """The command line's one line when a run left rows for want of budget (exit 1).
+
+    Examples
+    --------
+    >>> from framekit.engine.stats import RunStats
+    >>> print(budget_reached(RunStats(cost_usd=4.98, budget_usd=5.0, rows_left=120),
+    ...                      "out.parquet"))
+    framekit: budget reached: $4.9800 spent of --max-cost $5.00; 120 rows left unscored in out.parquet (their *_error says so): the same command with a higher --max-cost scores exactly those
+    """
+    spent = stats.cost_usd or 0.0
+    rows = f"{stats.rows_left} row{'' if stats.rows_left == 1 else 's'}"
+    return (
+        f"framekit: {BUDGET_REACHED}: ${spent:.4f} spent of --max-cost ${stats.budget_usd:.2f}; "
+        f"{rows} left unscored in {where} (their *_error says so): the same command with a "
+        "higher --max-cost scores exactly those"
+    )
+
+
+def estimate_fits(plan: Any, limit: float) -> tuple[bool, str]:
+    """Whether a dry run's estimate fits ``--max-cost``, and the line that says so.
+
+    ``plan`` is a :class:`~framekit.engine.dryrun.RequestPlan`. The estimate assumes
+    answers of the dry run's typical length; a run reserves each request's ``max_tokens``
+    while it is in flight, so a run near its budget stops a little before it.
+
+    Examples
+    --------
+    >>> from framekit.engine.dryrun import RequestPlan
+    >>> estimate_fits(RequestPlan(requests=100, cost_usd=2.0), 5.0)[1]
+    '  budget: the estimated cost $2.0000 fits within --max-cost $5.00'
+    >>> print(estimate_fits(RequestPlan(requests=100, cost_usd=8.0), 5.0)[1])
+      budget: the estimated cost $8.0000 is over --max-cost $5.00: a run would stop at the budget and leave about 38 of the 100 requests unsent (the same command with a higher --max-cost sends them)
+    """
+    if not plan.cost_known:
+        return False, (
+            f"  budget: --max-cost ${limit:.2f} cannot be checked: the cost is {UNKNOWN_COST}; "
+            "a run would refuse it"
+        )
+    cost = plan.cost_usd or 0.0
+    if cost <= limit:
+        return True, f"  budget: the estimated cost ${cost:.4f} fits within --max-cost ${limit:.2f}"
+    left = round(plan.requests * (1.0 - limit / cost))
+    return False, (
+        f"  budget: the estimated cost ${cost:.4f} is over --max-cost ${limit:.2f}: a run "
+        f"would stop at the budget and leave about {left} of the {plan.requests} requests "
+        "unsent (the same command with a higher --max-cost sends them)"
+    )

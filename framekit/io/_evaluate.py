@@ -20,6 +20,7 @@ import polars as pl
 from framekit._aio import note_interrupted
 from framekit._provenance import source_label
 from framekit._result_columns import result_columns as _result_columns
+from framekit.engine.budget import spending_limit
 from framekit.engine.cache import resolve_cache
 from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
@@ -48,6 +49,17 @@ async def run_parquet(
 ) -> ParquetRun:
     """Score a Parquet source (or DuckDB relation) in this process, slice by slice: the
     local engine of :func:`framekit.evaluate_parquet`."""
+    with spending_limit(options.max_cost_usd):  # one budget over every slice
+        return await _run_parquet(source, destination, evaluators, mapping, options)
+
+
+async def _run_parquet(
+    source: SourceLike,
+    destination: str | os.PathLike[str],
+    evaluators: Evaluator | Sequence[Evaluator],
+    mapping: Mapping[str, MappingValue] | None,
+    options: ParquetOptions,
+) -> ParquetRun:
     dest = Path(destination)
     if _is_duckdb_relation(source):
         with _materialised(source, dest) as (path, identity):

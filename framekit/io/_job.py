@@ -48,6 +48,7 @@ class ParquetOptions:
     details: bool = False
     overwrite: bool = False
     slice_rows: int | None = None
+    max_cost_usd: float | None = None
 
 
 class ParquetJob:

@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 
 from framekit._result_columns import column
+from framekit.engine.savings import add_savings, budget_line
 from framekit.engine.stats import RunStats, add_confidence, add_stages, cascade_lines, cut_note
 from framekit.evaluators.base import Evaluator
 
@@ -54,7 +55,12 @@ class ParquetRun:
         line += f"; {self.stats.tokens_text()}, {self.stats.cost_text()}"
         if self.stats.batch_requests:
             line += f" ({self.stats.batch_requests} answered by batch API at 50 % price)"
-        return self.stats.with_hints("\n".join([line, *cascade_lines(self.stats.stages)]))
+        line += self.stats.per_1000_text()
+        lines = [line, *cascade_lines(self.stats.stages)]
+        budget = budget_line(self.stats)
+        if budget is not None:
+            lines.append(budget)
+        return self.stats.with_hints("\n".join(lines))
 
 
 def _add_stats(total: RunStats, part: RunStats) -> None:
@@ -69,6 +75,9 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "provenance",
             "stages",
             "confidence",
+            "budget_usd",
+            "saved_dedup_usd",
+            "saved_cache_usd",
         ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
@@ -76,6 +85,7 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
         total.cost_usd = (total.cost_usd or 0.0) + part.cost_usd
     for name, n in part.per_evaluator_failures.items():
         total.per_evaluator_failures[name] = total.per_evaluator_failures.get(name, 0) + n
+    add_savings(total, part)
     add_confidence(total.confidence, part.confidence)
     total.first_error = total.first_error or part.first_error
     add_stages(total.stages, part.stages)
