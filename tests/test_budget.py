@@ -247,3 +247,36 @@ def test_evaluate_parquet_holds_one_budget_over_every_slice(
     assert "rows left unscored" in first.summary()
     again = run(budget * 100)
     assert sim.stats()["chat"] == ROWS and again.stats.rows_left == 0
+
+
+def test_batch_mode_submits_only_the_lines_that_fit_and_the_rerun_sends_the_rest(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    # Batch lines are held at the batch price (half) as the batch file is written; the
+    # lines that do not fit are not submitted, and are left as on the direct path.
+    per_line = one_request_cost(sim, tmp_path) / 2
+    reservation = per_line + MAX_TOKENS * PRICE["output"] / 2e6
+    budget = 10 * reservation
+
+    def run(limit: float) -> pl.DataFrame:
+        out = fk.evaluate_dataframe(
+            retrieval_frame(ROWS), [RetrievalRelevance()], MAPPING,
+            judge=judge(sim, batch=True, batch_poll=0.02), cache=tmp_path / "cache",
+            progress=False, max_cost_usd=limit,
+        )  # fmt: skip
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+    out = run(budget)
+    lines = sim.stats()["batch"]["lines"]
+    assert sim.stats()["chat"] == 0
+    assert 0 < lines < ROWS
+    assert cost_of(sim.stats()["batch"]) / 2 <= budget
+    left = out["retrieval_relevance_error"].str.starts_with(BUDGET_REACHED).fill_null(False)
+    assert int(left.sum()) == ROWS - lines
+    run_stats = fk.last_run()
+    assert run_stats is not None and run_stats.saved_batch_usd == pytest.approx(
+        run_stats.cost_usd, rel=0.01
+    )  # half price: it saved what it paid
+    run(budget * 100)
+    assert sim.stats()["batch"]["lines"] == ROWS  # exactly the lines left, submitted now

@@ -30,6 +30,7 @@ from framekit._errors import BatchPending, FaultRaised, JudgeError
 from framekit._progress import BatchBar
 from framekit._results import Outcome
 from framekit.engine.batch_manifest import Manifest, ManifestStore
+from framekit.engine.budget import BatchGate
 from framekit.engine.cache import Cache
 from framekit.engine.executor import ChatExecutor, Executor, Sink
 from framekit.engine.limiter import Limiter
@@ -93,6 +94,7 @@ class BatchExecutor(Executor):
         # The judge's price at the batch discount, by the rule every path prices by
         # (a custom api_base given no price has none).
         self.price = judge.pricing(batch=True)
+        self.gate = BatchGate(judge, stats)  # the run's budget (engine/budget.py)
         self.shapes: dict[str, ChatRequest] = {}
         self.finished: set[str] = set()
         self.retries: dict[str, int] = {}
@@ -140,7 +142,7 @@ class BatchExecutor(Executor):
             ids = ", ".join(m.batch_id or m.local_id for m in resumed)
             self._say(f"resuming {len(resumed)} batch(es) already submitted for these rows: {ids}")
         fresh = ((k, r.messages, self.shapes[k]) for k, r in items if k not in covered)
-        manifests = resumed + self.write_spools(fresh, round_=0)
+        manifests = resumed + self.write_spools(self.gate.admit(fresh, self._left), round_=0)
         while manifests:
             for m in manifests:
                 if m.state == "uploading":
@@ -158,7 +160,8 @@ class BatchExecutor(Executor):
                 manifests = []
             else:
                 rnd = max(m.round for m in sources) + 1
-                manifests = self.write_spools(self._followup_lines(followups), round_=rnd)
+                lines = self.gate.admit(self._followup_lines(followups), self._left)
+                manifests = self.write_spools(lines, round_=rnd)
             for m in sources:
                 if m.state == "collected":
                     self.store.drop_spool(m)
@@ -400,6 +403,7 @@ class BatchExecutor(Executor):
                 continue  # a duplicate, another run's key, or already settled
             seen.add(key)
             reply = line.result
+            self.gate.settle_line(key, reply)
             if isinstance(reply, Fault):
                 if reply.kind == "mode" and self.modes.rejected(m.mode):
                     followups[key] = (m, [])  # the endpoint's fault, not the request's
@@ -484,6 +488,10 @@ class BatchExecutor(Executor):
             return
         suffix = f" (after {used} retries)" if used else ""
         self._settle(key, Outcome(None, reason + suffix))
+
+    def _left(self, key: str, error: str) -> None:
+        """A line the budget kept from being submitted: its rows are left."""
+        self._settle(key, Outcome(None, error))
 
     def _settle(self, key: str, outcome: Outcome) -> None:
         self.finished.add(key)

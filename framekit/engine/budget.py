@@ -41,7 +41,7 @@ from typing import Any, Protocol
 from framekit._errors import InputError
 from framekit._fault import Fault
 from framekit.judges.pricing import UNKNOWN_COST
-from framekit.engine.savings import prompt_cache_saving
+from framekit.engine.savings import batch_saving, prompt_cache_saving
 from framekit.judges.usage import Price
 
 #: How every budget error begins (the rows left are found by it).
@@ -99,6 +99,9 @@ class Spending(Protocol):
     async def reserve(self, amount: float) -> bool:
         """Hold ``amount`` for a request about to go; ``False``: it does not fit (and
         from now on nothing does)."""
+
+    def take(self, amount: float) -> bool:
+        """:meth:`reserve`, without waiting on an event loop (a batch file being written)."""
 
     def settle(self, held: float, cost: float) -> None:
         """A request that held ``held`` is over and cost ``cost``."""
@@ -331,3 +334,46 @@ def estimate_fits(plan: Any, limit: float) -> tuple[bool, str]:
         f"would stop at the budget and leave about {left} of the {plan.requests} requests "
         "unsent (the same command with a higher --max-cost sends them)"
     )
+
+
+class BatchGate(Gate):
+    """A batch executor's door to the run's budget: each line is held at the batch price
+    as the batch file is written (:meth:`admit`), and settled as its result is read
+    (:meth:`settle_line`). Lines that do not fit are not submitted; the policy is the
+    direct path's (see the module docstring). Also counts what batch mode saved
+    (:func:`framekit.engine.savings.batch_saving`)."""
+
+    def __init__(self, judge: Any, stats: Any) -> None:
+        super().__init__(judge, stats, batch=True)
+        self._held: dict[str, float] = {}
+
+    def admit(
+        self, lines: Iterable[tuple[str, list[dict[str, Any]], Any]], refuse: Any
+    ) -> Iterator[tuple[str, list[dict[str, Any]], Any]]:
+        """The ``(key, messages, shape)`` lines that fit, held as they pass; each that does
+        not is handed to ``refuse(key, error)`` instead."""
+        budget = self.budget
+        if budget is None:
+            yield from lines
+            return
+        price = self.judge.pricing(batch=True)  # known: check_priced ran before the run
+        for key, messages, shape in lines:
+            most = 0.0
+            if price is not None:
+                tokens = prompt_tokens(messages, getattr(shape, "schema", None))
+                most = price.cost(tokens, self.judge.max_tokens)
+            if budget.take(most):
+                self._held[key] = self._held.get(key, 0.0) + most
+                yield key, messages, shape
+            else:
+                refuse(key, budget_error(budget.limit))
+
+    def settle_line(self, key: str, reply: Any) -> None:
+        """Line ``key``'s result was read: ``reply`` is its raw reply or a fault."""
+        billed = reply is not None and not isinstance(reply, Fault)
+        if billed:
+            self.stats.saved_batch_usd += batch_saving(
+                reply, self.judge.pricing(batch=False), reply.cost_at(self.judge.pricing(batch=True))
+            )
+        held = self._held.pop(key, 0.0)
+        self.settle(Ticket(held), reply)
