@@ -7,6 +7,7 @@ exactly the rows the first one left.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -280,3 +281,35 @@ def test_batch_mode_submits_only_the_lines_that_fit_and_the_rerun_sends_the_rest
     )  # half price: it saved what it paid
     run(budget * 100)
     assert sim.stats()["batch"]["lines"] == ROWS  # exactly the lines left, submitted now
+
+
+def test_each_stage_of_a_cascade_passes_the_same_budget(
+    sim: JudgeSimulator, tmp_path: Path
+) -> None:
+    per_request = one_request_cost(sim, tmp_path)
+    budget = 50 * per_request  # the first stage's 40 rows, and a few of the second's
+    weak = fk.Judge(
+        "openai/sim-weak", api_base=sim.api_base, api_key=API_KEY, price=PRICE,
+        concurrency=CONCURRENCY, max_tokens=MAX_TOKENS,
+    )  # fmt: skip
+    cascade = fk.Cascade([weak, judge(sim)], escalate_below=[math.inf])  # every row goes on
+
+    def run(limit: float) -> pl.DataFrame:
+        out = fk.evaluate_dataframe(
+            retrieval_frame(ROWS), [RetrievalRelevance()], MAPPING, judge=cascade,
+            cache=tmp_path / "cache", progress=False, max_cost_usd=limit,
+        )  # fmt: skip
+        assert isinstance(out, pl.DataFrame)
+        return out
+
+    out = run(budget)
+    by_model = sim.stats()["by_model"]
+    assert by_model["sim-weak"] == ROWS
+    strong = by_model.get("sim-judge", 0)
+    assert strong < ROWS
+    assert cost_of(sim.stats()) <= budget + CONCURRENCY * per_request
+    left = out["retrieval_relevance_error"].str.starts_with(BUDGET_REACHED).fill_null(False)
+    assert int(left.sum()) == ROWS - strong
+    run(budget * 100)
+    by_model = sim.stats()["by_model"]
+    assert by_model["sim-weak"] == ROWS and by_model["sim-judge"] == ROWS

@@ -42,6 +42,8 @@ _SUMMED = (
     "cached_tokens",
     "embeddings_computed",
     "batch_requests",
+    "saved_batch_usd",
+    "saved_prompt_cache_usd",
 )
 
 
