@@ -217,6 +217,37 @@ def test_a_cascade_on_ray_routes_like_the_local_engine(ray_cluster, simulator_fa
     assert on_ray.stats.stages == local.stats.stages
 
 
+def test_a_budget_on_ray_is_one_budget_for_every_worker(ray_cluster, judge_simulator, tmp_path):
+    from framekit.engine.budget import BUDGET_REACHED
+
+    price = {"input": 2.0, "output": 8.0}
+    judge = sim_judge(judge_simulator, price=price, concurrency=2, max_tokens=200)
+    source = tmp_path / "in.parquet"
+    rows = 60
+    retrieval_frame(rows).write_parquet(source)
+
+    def run(limit: float) -> Any:
+        return fk.evaluate_parquet(
+            source, tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING, judge=judge,
+            cache=tmp_path / "cache", progress=False, slice_rows=10, engine="ray", workers=2,
+            max_cost_usd=limit,
+        )  # fmt: skip
+
+    budget = 0.02  # about 20 of the 60 requests: each costs about $0.001, holds $0.0023
+    first = run(budget)
+    counts = judge_simulator.stats()
+    sent = counts["chat"]
+    paid = (counts["prompt_tokens"] * 2.0 + counts["completion_tokens"] * 8.0) / 1e6
+    # One budget for both workers: within it plus one concurrency's worth per worker.
+    assert paid <= budget + 2 * 2 * 0.0012
+    assert 0 < sent < rows and first.stats.rows_left == rows - sent
+    out = pl.read_parquet(tmp_path / "out.parquet")
+    left = out["retrieval_relevance_error"].str.starts_with(BUDGET_REACHED).fill_null(False)
+    assert int(left.sum()) == rows - sent
+    run(100.0)
+    assert judge_simulator.stats()["chat"] == rows  # exactly the rows left
+
+
 def test_a_key_from_the_environment_does_not_travel_to_the_workers(monkeypatch):
     import pickle
 

@@ -178,12 +178,16 @@ def spending_limit(
 
 
 async def check_priced(judges: Iterable[Any]) -> None:
-    """Under a budget, every LLM judge of the run (each stage of a cascade too) must have
-    a price: an :class:`~framekit.InputError` naming the first that has none, before any
-    call. ``judges``: judges of any kind. Pricing may import litellm (a list price), so it
-    runs in a thread."""
-    if current_budget() is None:
-        return
+    """Under a budget, :func:`require_prices` of the run's judges, in a thread (a list
+    price imports litellm); nothing without one."""
+    if current_budget() is not None:
+        await asyncio.to_thread(require_prices, list(judges))
+
+
+def require_prices(judges: Iterable[Any]) -> None:
+    """Every LLM judge among ``judges`` (judges of any kind; each stage of a cascade too)
+    has a price, else an :class:`~framekit.InputError` naming the first that has none:
+    an unpriced run cannot be held to a sum."""
     seen: set[int] = set()
     for judge in judges:
         for stage in judge.stages():
@@ -191,7 +195,7 @@ async def check_priced(judges: Iterable[Any]) -> None:
             if endpoint is None or id(endpoint) in seen:
                 continue
             seen.add(id(endpoint))
-            if await asyncio.to_thread(endpoint.pricing) is None:
+            if endpoint.pricing() is None:
                 raise InputError(
                     f"max_cost_usd needs a price for the judge {endpoint.model!r}; its "
                     f"cost is {UNKNOWN_COST}"

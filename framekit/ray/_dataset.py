@@ -9,6 +9,7 @@ import ray
 import ray.data
 
 from framekit._errors import InputError
+from framekit.engine.budget import check_budget, require_prices
 from framekit.engine.cache import Cache, default_cache_dir
 from framekit.engine.mapping import MappingValue
 from framekit.evaluators.base import Evaluator, check_evaluators
@@ -17,6 +18,7 @@ from framekit.judges.judge import Judge
 from framekit.judges.local import LocalJudge
 from framekit.judges.providers import FRAMEKIT_KEY_VAR
 from framekit.judges.resolve import JudgeLike, resolve_judge
+from framekit.ray._budget import budget_actor
 from framekit.ray._limiter import shared_limiter
 from framekit.ray._scorer import BlockScorer, RunSpec
 
@@ -63,10 +65,14 @@ def run_spec(
     details: bool,
     overwrite: bool,
     shared_limit: bool,
+    max_cost_usd: float | None = None,
 ) -> RunSpec:
     """Check and resolve the run's settings on the driver (errors before any worker starts)."""
     evs = check_evaluators(evaluators)
     resolved = resolve_judge(judge)
+    limit = check_budget(max_cost_usd)
+    if limit is not None:
+        require_prices([resolved, *(resolve_judge(ev.judge) for ev in evs if ev.judge)])
     limiter = None
     key_from_env = False
     resolved_endpoint = resolved.chat_endpoint
@@ -80,8 +86,9 @@ def run_spec(
         key, source = resolved.endpoint.credentials.own()
         key_from_env = bool(key) and source == f"${FRAMEKIT_KEY_VAR}"
     return RunSpec(
-        evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env
-    )
+        evs, mapping, resolved, cache_spec(cache), details, overwrite, limiter, key_from_env,
+        budget_actor(limit), limit,
+    )  # fmt: skip
 
 
 def pool_settings(
@@ -112,6 +119,7 @@ def evaluate_dataset(
     num_cpus: float | None = None,
     batch_rows: int = DEFAULT_BATCH_ROWS,
     shared_limit: bool = True,
+    max_cost_usd: float | None = None,
 ) -> ray.data.Dataset:
     """Score a Ray Dataset with LLM-as-judge evaluators on a pool of Ray actors.
 
@@ -147,6 +155,9 @@ def evaluate_dataset(
         Pace every worker through one named limiter actor holding the judge's RPM, TPM
         and 429 pause (default). ``False`` gives each worker its own limiter with the
         full limits: N workers then send N times the rate.
+    max_cost_usd
+        One budget in US dollars for every worker (an actor holds it), as for
+        :func:`framekit.evaluate_dataframe`: rows left carry an error saying so.
 
     Returns
     -------
@@ -171,7 +182,9 @@ def evaluate_dataset(
     if batch_rows < 1:
         raise InputError(f"batch_rows must be >= 1, got {batch_rows}")
     ensure_ray()
-    spec = run_spec(evaluators, mapping, judge, cache, details, overwrite, shared_limit)
+    spec = run_spec(
+        evaluators, mapping, judge, cache, details, overwrite, shared_limit, max_cost_usd
+    )
     _check_columns(ds, spec)
     size, cpus = pool_settings(spec.judge, workers, num_cpus)
     return ds.map_batches(

@@ -67,7 +67,7 @@ def evaluate_parquet(
         As for :func:`framekit.ray.evaluate_dataset`.
     options, **keywords
         ``judge``, ``cache``, ``on_error``, ``progress``, ``details``, ``overwrite``,
-        ``slice_rows`` as for :func:`framekit.evaluate_parquet`, as keywords or as one
+        ``slice_rows``, ``max_cost_usd`` (one budget for every worker) as for :func:`framekit.evaluate_parquet`, as keywords or as one
         :class:`framekit.io.ParquetOptions`.
 
     Returns
@@ -100,7 +100,10 @@ def evaluate_parquet(
     judge, cache = options.judge, options.cache
     details, overwrite = options.details, options.overwrite
     ensure_ray(address)
-    spec = run_spec(job.evaluators, mapping, judge, cache, details, overwrite, shared_limit)
+    spec = run_spec(
+        job.evaluators, mapping, judge, cache, details, overwrite, shared_limit,
+        options.max_cost_usd,
+    )  # fmt: skip
     size, cpus = pool_settings(spec.judge, workers, num_cpus)
     done = job.open(spec.judge)
     todo = [

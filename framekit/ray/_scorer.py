@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from framekit._errors import InputError
 from framekit._result_columns import result_columns
+from framekit.engine.budget import Spending, spending_limit
 from framekit.engine.limiter import Limiter
 from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats
@@ -49,6 +50,8 @@ class RunSpec:
     overwrite: bool
     limiter: Any = None  # the limiter actor's handle, or None: each worker paces alone
     key_from_env: bool = False  # the judge's key is read from each worker's environment
+    budget: Any = None  # the run's budget actor (max_cost_usd), or None: no budget
+    max_cost_usd: float | None = None
 
 
 class BlockScorer:
@@ -74,6 +77,11 @@ class BlockScorer:
                 from framekit.ray._limiter import RemoteLimiter
 
                 self.limiter = RemoteLimiter(spec.limiter)
+        self.budget: Spending | None = None
+        if spec.budget is not None and spec.max_cost_usd is not None:
+            from framekit.ray._budget import RemoteBudget
+
+            self.budget = RemoteBudget(spec.budget, spec.max_cost_usd)
         self.cache = resolve_cache(spec.cache)
         self.columns = result_columns(spec.evaluators, spec.details)
         self.loop = asyncio.new_event_loop()
@@ -82,19 +90,20 @@ class BlockScorer:
         """The result columns for ``frame`` (same height, same row order), and the
         statistics of scoring it."""
         spec = self.spec
-        scored, stats = self.loop.run_until_complete(
-            evaluate_with_stats(
-                frame,
-                spec.evaluators,
-                spec.mapping,
-                judge=self.judge,
-                cache=self.cache,
-                progress=False,
-                details=spec.details,
-                overwrite=spec.overwrite,
-                limiter_for=self._limiter_for,
+        with spending_limit(budget=self.budget):  # the cluster's one budget, if any
+            scored, stats = self.loop.run_until_complete(
+                evaluate_with_stats(
+                    frame,
+                    spec.evaluators,
+                    spec.mapping,
+                    judge=self.judge,
+                    cache=self.cache,
+                    progress=False,
+                    details=spec.details,
+                    overwrite=spec.overwrite,
+                    limiter_for=self._limiter_for,
+                )
             )
-        )
         return scored.select(self.columns), stats
 
     def _limiter_for(self, judge: Judge) -> Limiter | None:
