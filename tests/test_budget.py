@@ -205,7 +205,7 @@ def test_max_cost_on_the_command_line_exits_1_saying_so_and_the_rerun_finishes(
     left = scored["retrieval_relevance_error"].str.starts_with(BUDGET_REACHED).fill_null(False)
     assert int(left.sum()) == ROWS - sent
     footer = pl.read_parquet_metadata(out)
-    assert '"rows_left": %d' % (ROWS - sent) in footer["framekit"]
+    assert f'"rows_left": {ROWS - sent}' in footer["framekit"]
 
     assert main([*args, "-o", str(out), "--max-cost", "5"]) == 0
     assert sim.stats()["chat"] == ROWS  # exactly the rows left were sent

@@ -13,7 +13,6 @@ import warnings
 from typing import Any
 
 from framekit._errors import InputError
-from framekit.engine.budget import budget_reached, estimate_fits
 from framekit.cli.options import (
     ENV_HELP,
     STDOUT,
@@ -31,6 +30,7 @@ from framekit.cli.options import (
     positive_int,
 )
 from framekit.cli.traces import add_trace_arguments, run_traces
+from framekit.engine.budget import budget_reached, estimate_fits
 
 EXAMPLES = """\
 examples:

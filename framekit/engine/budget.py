@@ -40,8 +40,8 @@ from typing import Any, Protocol
 
 from framekit._errors import InputError
 from framekit._fault import Fault
-from framekit.judges.pricing import UNKNOWN_COST
 from framekit.engine.savings import batch_saving, prompt_cache_saving
+from framekit.judges.pricing import UNKNOWN_COST
 from framekit.judges.usage import Price
 
 #: How every budget error begins (the rows left are found by it).
@@ -377,7 +377,9 @@ class BatchGate(Gate):
         billed = reply is not None and not isinstance(reply, Fault)
         if billed:
             self.stats.saved_batch_usd += batch_saving(
-                reply, self.judge.pricing(batch=False), reply.cost_at(self.judge.pricing(batch=True))
+                reply,
+                self.judge.pricing(batch=False),
+                reply.cost_at(self.judge.pricing(batch=True)),
             )
         held = self._held.pop(key, 0.0)
         self.settle(Ticket(held), reply)
