@@ -309,4 +309,49 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     if "cost_usd" in record:
         cost = record["cost_usd"]
         out.append(("cost", "unknown" if cost is None else f"${cost:.4f}"))
+    out += _cost_rows(record.get("cost") or {})
+    return out
+
+
+#: How the report names each saving of the run record's ``cost.saved_usd``.
+_SAVINGS = {
+    "dedup": "identical requests sent once",
+    "cache": "answers from framekit's cache",
+    "batch": "batch API discount",
+    "prompt_cache": "provider's cached prompt tokens",
+}
+
+
+def _cost_rows(cost: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The run record's cost figures (cost per 1,000 rows, savings, budget) as header rows.
+
+    Examples
+    --------
+    >>> _cost_rows({"cost_per_1000_rows_usd": 0.5, "saved_usd": {"dedup": 0.1, "cache": 0.0},
+    ...             "budget": {"max_cost_usd": 5.0, "spent_usd": 4.9, "rows_left": 3}})
+    [('cost per 1,000 rows', '$0.5000'), ('saved', '$0.1000 by identical requests sent once'), ('budget', '$4.9000 spent of $5.0000; 3 rows left unscored')]
+    """
+    out: list[tuple[str, str]] = []
+    per = cost.get("cost_per_1000_rows_usd")
+    if per is not None:
+        out.append(("cost per 1,000 rows", f"${per:.4f}"))
+    saved = cost.get("saved_usd") or {}
+    said = [
+        f"${saved[name]:.4f} by {text}" if saved[name] is not None else f"unknown by {text}"
+        for name, text in _SAVINGS.items()
+        if name in saved and saved[name] != 0
+    ]
+    if said:
+        out.append(("saved", "; ".join(said)))
+    budget = cost.get("budget")
+    if budget:
+        spent = budget.get("spent_usd")
+        shown = "unknown" if spent is None else f"${spent:.4f}"
+        out.append(
+            (
+                "budget",
+                f"{shown} spent of ${budget['max_cost_usd']:.4f}; "
+                f"{budget.get('rows_left', 0)} rows left unscored",
+            )
+        )
     return out
