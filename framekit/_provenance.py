@@ -322,6 +322,18 @@ _SAVINGS = {
 }
 
 
+def cost_line(record: Mapping[str, Any] | None) -> str | None:
+    """The run record's cost figures as one line for a terminal (``None``: none kept).
+
+    Examples
+    --------
+    >>> print(cost_line({"cost": {"cost_per_1000_rows_usd": 0.5, "saved_usd": {"cache": 0.2}}}))
+    cost per 1,000 rows: $0.5000; saved: $0.2000 by answers from framekit's cache
+    """
+    rows = _cost_rows((record or {}).get("cost") or {})
+    return "; ".join(f"{label}: {text}" for label, text in rows) if rows else None
+
+
 def _cost_rows(cost: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The run record's cost figures (cost per 1,000 rows, savings, budget) as header rows.
 

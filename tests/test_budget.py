@@ -58,12 +58,18 @@ def judge(sim: JudgeSimulator, **options: Any) -> fk.Judge:
     )
 
 
-def score(sim: JudgeSimulator, cache: Path, budget: float | None, df: pl.DataFrame | None = None):
+def score(
+    sim: JudgeSimulator,
+    cache: Path,
+    budget: float | None,
+    df: pl.DataFrame | None = None,
+    transport: str = "auto",
+):
     out = fk.evaluate_dataframe(
         retrieval_frame(ROWS) if df is None else df,
         [RetrievalRelevance()],
         MAPPING,
-        judge=judge(sim),
+        judge=judge(sim, transport=transport),
         cache=cache,
         progress=False,
         max_cost_usd=budget,
@@ -88,12 +94,13 @@ def one_request_cost(sim: JudgeSimulator, tmp_path: Path) -> float:
         return cost_of(counts) / 4 * 1.2  # rows differ by a few characters
 
 
+@pytest.mark.parametrize("transport", ["http", "litellm"])
 def test_a_budget_run_spends_at_most_the_budget_and_leaves_the_rest_resumable(
-    sim: JudgeSimulator, tmp_path: Path
+    sim: JudgeSimulator, tmp_path: Path, transport: str
 ) -> None:
     per_request = one_request_cost(sim, tmp_path)
     budget = 12 * per_request
-    out = score(sim, tmp_path / "cache", budget)
+    out = score(sim, tmp_path / "cache", budget, transport=transport)
     counts = sim.stats()
     sent = counts["chat"]
     paid = cost_of(counts)
@@ -116,7 +123,7 @@ def test_a_budget_run_spends_at_most_the_budget_and_leaves_the_rest_resumable(
     assert record is not None and record["cost"]["budget"]["rows_left"] == ROWS - sent
 
     # The re-run with a larger budget sends exactly the rows left, and finishes.
-    again = score(sim, tmp_path / "cache", budget * 100)
+    again = score(sim, tmp_path / "cache", budget * 100, transport=transport)
     assert sim.stats()["chat"] - sent == ROWS - sent
     assert again["retrieval_relevance_error"].null_count() == ROWS
     rerun = fk.last_run()

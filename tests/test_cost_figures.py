@@ -113,3 +113,22 @@ def test_the_parquet_footer_and_the_report_carry_the_cost_figures(
         pl.read_parquet(tmp_path / "out.parquet"), tmp_path / "r.html", provenance=record
     ).read_text()
     assert "cost per 1,000 rows" in page and "answers from framekit&#x27;s cache" in page
+
+
+def test_framekit_report_prints_the_cost_figures_of_the_run_record(
+    sim: JudgeSimulator, tmp_path: Path, capsys: Any
+) -> None:
+    from framekit.cli import main
+
+    source = tmp_path / "in.parquet"
+    retrieval_frame(20, distinct=5).write_parquet(source)
+    fk.evaluate_parquet(
+        source, tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING, judge=judge(sim),
+        cache=tmp_path / "c", progress=False,
+    )  # fmt: skip
+    per_1000 = fk.last_run().cost_figures()["cost_per_1000_rows_usd"]
+    capsys.readouterr()
+    assert main(["report", str(tmp_path / "out.parquet")]) == 0
+    out = capsys.readouterr().out
+    assert f"cost per 1,000 rows: ${per_1000:.4f}; saved: $" in out
+    assert "by identical requests sent once" in out

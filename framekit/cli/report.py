@@ -125,6 +125,9 @@ def run_report(args: argparse.Namespace) -> int:
         print("no run record in this file (written without framekit evaluate)")
     elif _provenance.is_offline(record):
         print(f"note: {_provenance.PROXY_NOTE}")
+    cost = _provenance.cost_line(record)
+    if cost is not None:
+        print(cost)
     print()
     print(analysis.format_table(analysis.summarize(frame, evaluators=evaluators)))
     if args.by:
