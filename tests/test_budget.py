@@ -320,3 +320,40 @@ def test_each_stage_of_a_cascade_passes_the_same_budget(
     run(budget * 100)
     by_model = sim.stats()["by_model"]
     assert by_model["sim-weak"] == ROWS and by_model["sim-judge"] == ROWS
+
+
+def test_an_interrupted_budget_run_resumes_the_rows_left_not_only_the_unfinished_slices(
+    sim: JudgeSimulator, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from framekit.io import _evaluate
+
+    source = tmp_path / "runs.parquet"
+    retrieval_frame(ROWS).write_parquet(source)
+    original = _evaluate.evaluate_with_stats
+    calls = {"n": 0}
+
+    async def interrupted_at_the_fourth_slice(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise KeyboardInterrupt
+        return await original(*args, **kwargs)
+
+    def run(limit: float) -> Any:
+        return fk.evaluate_parquet(
+            source, tmp_path / "out.parquet", [RetrievalRelevance()], MAPPING,
+            judge=judge(sim), cache=tmp_path / "cache", progress=False, slice_rows=8,
+            max_cost_usd=limit,
+        )  # fmt: skip
+
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", interrupted_at_the_fourth_slice)
+    with pytest.raises(KeyboardInterrupt):
+        run(8 * one_request_cost(sim, tmp_path))  # the budget is reached in slice 1 or 2
+    monkeypatch.setattr(_evaluate, "evaluate_with_stats", original)
+    sent = sim.stats()["chat"]
+    assert 0 < sent < 24  # three slices of 8 were filed, some of their rows left
+    again = run(100.0)
+    assert sim.stats()["chat"] == ROWS  # every row left, and the slices never scored
+    assert again.stats.rows_left == 0 and again.skipped_slices < 3
+    assert (
+        pl.read_parquet(tmp_path / "out.parquet")["retrieval_relevance_error"].null_count() == ROWS
+    )

@@ -22,6 +22,8 @@ from framekit import _provenance
 from framekit._errors import EvaluationFailed, InputError, OutputWriteError
 from framekit._paths import check_regular_or_new, check_utf8_name
 from framekit._progress import RunProgress
+from framekit._result_columns import column
+from framekit.engine.budget import rows_left
 from framekit.engine.cache import Cache
 from framekit.engine.mapping import MappingValue
 from framekit.engine.stats import RunStats, record_last
@@ -120,13 +122,24 @@ class ParquetJob:
         }
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         self._parts = _Parts(self.dest)
-        done = self._parts.open(manifest)
+        # A slice with rows the budget left is scored again (its answers are in the
+        # cache): the re-run with a higher budget sends exactly those rows.
+        done = {i for i in self._parts.open(manifest) if not self._left_by_budget(i)}
         total = sum(n for _, n in self.slices)
         skipped = sum(self.slices[i][1] for i in done)
         self.run = ParquetRun(self.dest, total, len(self.slices), len(done), skipped)
         if self.options.progress and total:
             self._bar = RunProgress(total, len(self.evaluators), initial_rows=skipped)
         return done
+
+    def _left_by_budget(self, index: int) -> bool:
+        """Whether finished slice ``index`` holds rows a budget left unscored."""
+        assert self._parts is not None
+        names = [ev.name for ev in self.evaluators]
+        errors = pl.scan_parquet(self._parts.part(index)).select(
+            column(name, "error") for name in names
+        )
+        return rows_left(errors.collect(), names) > 0
 
     @property
     def bar(self) -> RunProgress | None:
