@@ -40,6 +40,7 @@ from typing import Any, Protocol
 
 from framekit._errors import InputError
 from framekit._fault import Fault
+from framekit._result_columns import column
 from framekit.engine.savings import batch_saving, prompt_cache_saving
 from framekit.judges.pricing import UNKNOWN_COST
 from framekit.judges.usage import Price
@@ -207,7 +208,7 @@ def rows_left(frame: Any, names: Iterable[str]) -> int:
     reached (their ``<name>_error`` says so)."""
     import polars as pl
 
-    left = [pl.col(f"{name}_error").str.starts_with(BUDGET_REACHED) for name in names]
+    left = [pl.col(column(name, "error")).str.starts_with(BUDGET_REACHED) for name in names]
     if not left or frame.height == 0:
         return 0
     return int(frame.select(pl.any_horizontal(left).fill_null(False).sum()).item() or 0)
@@ -262,11 +263,6 @@ class Gate:
         if not self._priced:  # known to be priced: check_priced ran before the run
             self._price = await asyncio.to_thread(self.judge.pricing, batch=self.batch)
             self._priced = True
-        return await self.hold(budget, messages, schema)
-
-    async def hold(
-        self, budget: Spending, messages: list[dict[str, Any]], schema: Any = None
-    ) -> Ticket:
         price = self._price
         tokens = prompt_tokens(messages, schema)
         most = 0.0 if price is None else price.cost(tokens, self.judge.max_tokens)
