@@ -357,3 +357,35 @@ def test_an_interrupted_budget_run_resumes_the_rows_left_not_only_the_unfinished
     assert (
         pl.read_parquet(tmp_path / "out.parquet")["retrieval_relevance_error"].null_count() == ROWS
     )
+
+
+def test_reservations_grow_when_the_endpoint_counts_more_prompt_tokens_than_estimated() -> None:
+    # An endpoint whose tokenizer reads fewer characters a token (code, other scripts)
+    # bills more prompt tokens than 4 characters a token: once a reply shows it, later
+    # requests hold that much more, so the budget's bound still holds.
+    import asyncio
+
+    from framekit.engine.budget import Gate, spending_limit
+    from framekit.engine.stats import RunStats
+    from framekit.judges.transport import RawReply
+
+    priced = fk.Judge(
+        "openai/m", api_base="http://127.0.0.1:9/v1", price={"input": 2.0, "output": 8.0},
+        max_tokens=10,
+    )  # fmt: skip
+    messages = [{"role": "user", "content": "x" * 4000}]
+
+    async def reservations() -> tuple[float, float, float]:
+        with spending_limit(1.0) as budget:
+            gate = Gate(priced, RunStats())
+            first = await gate.reserve(messages)
+            billed = first.tokens * 3
+            reply = RawReply("{}", None, billed, 10, priced.pricing().cost(billed, 10), 0.1)
+            gate.settle(first, reply)
+            second = await gate.reserve(messages)
+            assert budget is not None
+            return first.held, second.held, reply.cost_usd or 0.0
+
+    first, second, cost = asyncio.run(reservations())
+    assert second > 2.5 * first
+    assert second == pytest.approx(cost, rel=0.01)  # the second holds what the first cost

@@ -5,7 +5,10 @@ The policy, in one place:
 - Before each request (each attempt: a retry or a re-ask is a request too) the run
   reserves what the request could cost at most: its prompt at about 4 characters a token
   (the messages and the answer schema) plus the judge's ``max_tokens`` of answer, at the
-  judge's price (:meth:`Judge.pricing <framekit.judges.judge.Judge.pricing>`). It goes out
+  judge's price (:meth:`Judge.pricing <framekit.judges.judge.Judge.pricing>`); once replies
+  show the endpoint counting more prompt tokens than that estimate (a tokenizer that reads
+  fewer characters a token: code, JSON, other scripts), later reservations are scaled up
+  by the largest ratio seen (:data:`MAX_SCALE` at most). It goes out
   only if what was spent, plus what is reserved by the requests in flight, plus this
   reservation stays within the budget. When its reply arrives the reservation is replaced
   by what the reply cost (a failed call costs nothing).
@@ -52,6 +55,9 @@ BUDGET_REACHED = "budget reached"
 CHARS_PER_TOKEN = 4
 #: Tokens a chat message costs beyond its text (role and separators), rounded up.
 MESSAGE_OVERHEAD_TOKENS = 4
+#: The most a reservation's prompt estimate is scaled up by what replies counted: one
+#: token a character, for text at 4 characters a token.
+MAX_SCALE = 4.0
 
 
 def budget_error(limit: float) -> str:
@@ -235,6 +241,8 @@ class Ticket:
 
     held: float = 0.0
     refused: str | None = None
+    #: The prompt tokens estimated for it (see :attr:`Gate.scale`).
+    tokens: int = 0
 
 
 _FREE = Ticket()
@@ -253,6 +261,8 @@ class Gate:
         self.batch = batch
         self._price: Price | None = None
         self._priced = False
+        #: Prompt tokens the endpoint counted per token estimated, the most seen (>= 1).
+        self.scale = 1.0
 
     async def reserve(self, messages: list[dict[str, Any]], schema: Any = None) -> Ticket:
         """Hold the most this request could cost, or a refusal saying the budget is
@@ -265,9 +275,10 @@ class Gate:
             self._priced = True
         price = self._price
         tokens = prompt_tokens(messages, schema)
-        most = 0.0 if price is None else price.cost(tokens, self.judge.max_tokens)
+        scaled = round(tokens * self.scale)
+        most = 0.0 if price is None else price.cost(scaled, self.judge.max_tokens)
         if await budget.reserve(most):
-            return Ticket(most)
+            return Ticket(most, tokens=tokens)
         return Ticket(refused=budget_error(budget.limit))
 
     def settle(self, ticket: Ticket, reply: Any) -> None:
@@ -283,6 +294,8 @@ class Gate:
         cost = 0.0
         if billed:  # an answer of unknown cost (never, under a budget) counts as held
             cost = ticket.held if reply.cost_usd is None else reply.cost_usd
+            if ticket.tokens and reply.prompt_tokens > ticket.tokens * self.scale:
+                self.scale = min(MAX_SCALE, reply.prompt_tokens / ticket.tokens)
         self.budget.settle(ticket.held, cost)
 
 
