@@ -159,7 +159,8 @@ def _round(value: float | None) -> float | None:
 
 
 def describe(stats: Any) -> str:
-    """The summary's cost clause: cost per 1,000 rows and the savings that saved anything.
+    """The summary's cost clause: cost per 1,000 rows and the savings that saved anything;
+    nothing for a run that paid nothing and saved nothing (the offline judge).
 
     Examples
     --------
@@ -167,11 +168,12 @@ def describe(stats: Any) -> str:
     >>> describe(RunStats(rows=200, requests_sent=100, cost_usd=0.5, saved_dedup_usd=0.1,
     ...                   saved_cache_usd=0.0))
     '$2.5000 per 1,000 rows; saved $0.1000 by dedup'
+    >>> describe(RunStats(rows=200, cost_usd=0.0))
+    ''
     """
     paid = spent(stats)
     if paid is None or not stats.rows:
         return ""
-    text = f"${paid / stats.rows * 1000.0:.4f} per 1,000 rows"
     parts = []
     for name, label in (
         ("saved_dedup_usd", "dedup"),
@@ -182,6 +184,9 @@ def describe(stats: Any) -> str:
         value = getattr(stats, name)
         if value:
             parts.append(f"${value:.4f} by {label}")
+    if paid == 0 and not parts:
+        return ""
+    text = f"${paid / stats.rows * 1000.0:.4f} per 1,000 rows"
     return text + ("; saved " + ", ".join(parts) if parts else "")
 
 
