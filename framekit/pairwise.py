@@ -29,6 +29,7 @@ from framekit._errors import EvaluationFailed, InputError, MappingError
 from framekit._frames import like_input, to_polars
 from framekit._progress import RunProgress
 from framekit._results import ProgressFn
+from framekit.analysis._pairs import position_bias
 from framekit.engine.cache import Cache
 from framekit.engine.mapping import MappingValue, resolve_mapping
 from framekit.engine.stats import RunStats, record_last
@@ -37,7 +38,7 @@ from framekit.evaluators.base import Evaluator, check_evaluators
 from framekit.evaluators.pairwise import FIRST, SECOND
 from framekit.judges.resolve import JudgeLike
 
-__all__ = ["aevaluate_pairwise", "evaluate_pairwise", "position_bias"]
+__all__ = ["aevaluate_pairwise", "evaluate_pairwise"]
 
 #: The fields a pairwise evaluator reads: the request, and each candidate's output and
 #: documents.
@@ -416,26 +417,6 @@ def _verdicts(pairs: list[_Pair], scored: pl.DataFrame, name: str) -> dict[str, 
         kind: pl.Series(contract.column(name, kind), values, dtype=contract.PAIR_COLUMNS[kind])
         for kind, values in out.items()
     }
-
-
-def position_bias(pairs: pl.DataFrame, name: str) -> tuple[float | None, int, int]:
-    """``(share, same, judged)``: of the pairs with a verdict in both orders (``judged``),
-    those in which the judge chose the same position, first or second, both times.
-
-    Examples
-    --------
-    >>> frame = pl.DataFrame({"p_ab": ["A", "A", "B", "tie", None],
-    ...                       "p_ba": ["A", "B", "B", "A", "A"]})
-    >>> position_bias(frame, "p")
-    (0.5, 2, 4)
-    """
-    ab, ba = pl.col(contract.column(name, "ab")), pl.col(contract.column(name, "ba"))
-    counted = pairs.select(
-        judged=(ab.is_not_null() & ba.is_not_null()).sum(),
-        same=((ab == ba) & ab.is_in([FIRST, SECOND])).fill_null(False).sum(),
-    ).row(0)
-    judged, same = int(counted[0]), int(counted[1])
-    return (same / judged if judged else None), same, judged
 
 
 def _count(stats: RunStats, evs: Sequence[Evaluator], out: pl.DataFrame, n_pairs: int) -> None:
