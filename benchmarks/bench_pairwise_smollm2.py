@@ -53,7 +53,10 @@ def main() -> None:
     keep = sample["question_id"].unique(maintain_order=True).head(args.questions)
     df = sample.filter(pl.col("question_id").is_in(keep.implode()))
     started = time.perf_counter()
-    with LlamaServer(threads=args.threads, n_ctx=2048) as server, tempfile.TemporaryDirectory() as cache:
+    with (
+        LlamaServer(threads=args.threads, n_ctx=2048) as server,
+        tempfile.TemporaryDirectory() as cache,
+    ):
         judge = server.judge(max_tokens=200)
         pairs = fk.evaluate_pairwise(
             df, [Preference()], MAPPING, by="strategy", on="question_id", judge=judge,

@@ -329,7 +329,7 @@ def _requests(pairs: list[_Pair], fields: Mapping[str, pl.Series]) -> pl.DataFra
     columns: dict[str, list[Any]] = {f: [] for f in values}
     asked = 0
     for pair in pairs:
-        if pair.error is not None:
+        if pair.error is not None or pair.row_a is None or pair.row_b is None:
             continue
         pair.asked = asked
         asked += 2
@@ -432,4 +432,3 @@ def _count(stats: RunStats, evs: Sequence[Evaluator], out: pl.DataFrame, n_pairs
             "inconsistent": int((~consistent.drop_nulls()).sum()),
         }
     stats.pairwise = {"pairs": n_pairs, "evaluators": per}
-

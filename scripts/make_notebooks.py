@@ -474,7 +474,7 @@ PAIRWISE = [
     ),
     new_code_cell(
         "from framekit.evaluators import Preference\n\n"
-        "pairs = fk.evaluate_pairwise(sample, [Preference()], mapping, by=\"strategy\",\n"
+        'pairs = fk.evaluate_pairwise(sample, [Preference()], mapping, by="strategy",\n'
         '                             on="question_id", judge=JUDGE, cache=CACHE, progress=False)\n'
         "print(fk.last_run().summary())\n"
         'pairs.select("question_id", "a", "b", "preference_winner", "preference_ab", "preference_ba",\n'
@@ -502,7 +502,7 @@ PAIRWISE = [
         '    answer=pl.format("{} @sim(quality={})", "answer",\n'
         '                     pl.col("expected_quality").replace_strict(quality, return_dtype=pl.String))\n'
         ")\n"
-        "judged = fk.evaluate_pairwise(marked, [Preference()], mapping, by=\"strategy\",\n"
+        'judged = fk.evaluate_pairwise(marked, [Preference()], mapping, by="strategy",\n'
         '                              on="question_id", judge=biased, cache=CACHE, progress=False)\n'
         "print(fk.last_run().summary())\n"
         'print("requests:", sim.stats()["chat"], "for", judged.height, "pairs")\n'
@@ -527,7 +527,7 @@ PAIRWISE = [
         "and the pairwise win rate of `dense`, each with its 95 % interval."
     ),
     new_code_cell(
-        'row = pointwise.row(0, named=True)\n'
+        "row = pointwise.row(0, named=True)\n"
         'dense = ranked.filter(pl.col("strategy") == "dense").row(0, named=True)\n'
         "pl.DataFrame({\n"
         '    "view": ["pointwise: mean difference", "pairwise: dense win rate"],\n'

@@ -60,9 +60,7 @@ def test_pairwise_writes_the_pairs_file_and_report_shows_the_head_to_head(
     assert again.returncode == 0, again.stderr
     assert judge_simulator.stats()["chat"] == 2 * 60  # the re-run sent nothing
 
-    report = framekit(
-        "report", "pairs.parquet", "--html", "pairs.html", cwd=tmp_path, env=env
-    )
+    report = framekit("report", "pairs.parquet", "--html", "pairs.html", cwd=tmp_path, env=env)
     assert report.returncode == 0, report.stderr
     assert "| hybrid" in report.stdout and "position bias" in report.stdout
     page = (tmp_path / "pairs.html").read_text()

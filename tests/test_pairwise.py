@@ -59,9 +59,11 @@ def test_three_strategies_150_questions_450_pairs_from_900_requests_and_a_rerun_
     inconsistent = pairs.filter(~pl.col("preference_consistent"))
     assert inconsistent.height > 0
     assert set(inconsistent["preference_winner"]) == {"tie"}
-    for a, b, ab, ba, winner in pairs.filter(pl.col("preference_consistent")).select(
-        "a", "b", "preference_ab", "preference_ba", "preference_winner"
-    ).rows():
+    for a, b, ab, ba, winner in (
+        pairs.filter(pl.col("preference_consistent"))
+        .select("a", "b", "preference_ab", "preference_ba", "preference_winner")
+        .rows()
+    ):
         assert winner == {"A": a, "B": b}[ab] and winner == {"A": b, "B": a}[ba]
     # The confidence is the judge's (logprobs): the lower of the two orders'.
     assert pairs["preference_confidence"].null_count() == 0
@@ -128,7 +130,10 @@ def test_a_key_missing_a_group_errs_on_its_pairs_and_asks_nothing_about_them(
     pairs = run(df, sim_judge(judge_simulator), tmp_path)
     assert pairs.height == 9
     missing = pairs.filter(pl.col("preference_error").is_not_null())
-    assert missing.select("question_id", "a", "b").rows() == [(1, "bm25", "dense"), (1, "dense", "hybrid")]
+    assert missing.select("question_id", "a", "b").rows() == [
+        (1, "bm25", "dense"),
+        (1, "dense", "hybrid"),
+    ]
     assert set(missing["preference_error"]) == {"no row of group 'dense' for this key"}
     assert missing["preference_winner"].null_count() == 2
     assert judge_simulator.stats()["chat"] == 2 * 7
@@ -186,7 +191,10 @@ def test_a_failed_order_fails_its_pair_and_no_other(judge_simulator, tmp_path):
         warnings.simplefilter("ignore")
         pairs = run(df, sim_judge(judge_simulator), tmp_path)
     failed = pairs.filter(pl.col("preference_error").is_not_null())
-    assert failed.select("question_id", "a", "b").rows() == [(2, "bm25", "hybrid"), (2, "dense", "hybrid")]
+    assert failed.select("question_id", "a", "b").rows() == [
+        (2, "bm25", "hybrid"),
+        (2, "dense", "hybrid"),
+    ]
     assert all("a first:" in e and "b first:" in e for e in failed["preference_error"])
     assert failed["preference_winner"].null_count() == 2
     assert pairs.filter(pl.col("preference_error").is_null())["preference_winner"].null_count() == 0
@@ -229,7 +237,10 @@ def test_with_only_context_mapped_the_retrievals_are_compared(judge_simulator, t
             "question_id": [1, 1],
             "strategy": ["bm25", "dense"],
             "question": ["Capital of France?"] * 2,
-            "docs": [["Paris is the capital. @sim(quality=0.9)"], ["Lyon has silk. @sim(quality=0.1)"]],
+            "docs": [
+                ["Paris is the capital. @sim(quality=0.9)"],
+                ["Lyon has silk. @sim(quality=0.1)"],
+            ],
         }
     )
     pairs = fk.evaluate_pairwise(

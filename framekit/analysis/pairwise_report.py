@@ -43,9 +43,7 @@ def win_matrix(pairs: pl.DataFrame, evaluator: str, by: str = "group") -> pl.Dat
     winner = contract.column(evaluator, "winner")
     error = contract.column(evaluator, "error")
     a, b = contract.PAIR_A, contract.PAIR_B
-    rows = pairs.select(
-        pl.col(a).cast(pl.String), pl.col(b).cast(pl.String), winner, error
-    ).rows()
+    rows = pairs.select(pl.col(a).cast(pl.String), pl.col(b).cast(pl.String), winner, error).rows()
     groups = sorted({g for row in rows for g in row[:2] if g is not None})
     counts: dict[tuple[str, str], list[int]] = {}
     for first, second, won, failed in rows:
@@ -167,9 +165,7 @@ def head_to_head_html(
         f"<h3>{name}: strengths</h3>"
         '<p class="meta">Bradley-Terry strengths (log scale, mean 0) with 95 % bootstrap '
         "intervals over keys; a tie counts half a win to each side; equal ranks: not told "
-        "apart.</p>"
-        + scrolled_table(ranked)
-        + f"<h3>{name}: win matrix</h3>"
+        "apart.</p>" + scrolled_table(ranked) + f"<h3>{name}: win matrix</h3>"
         '<p class="meta">Wins-ties-losses of the row group against the column group.</p>'
         + scrolled_table(win_matrix(pairs, evaluator, by))
         + f"<h3>{name}: position bias</h3>"
@@ -235,7 +231,13 @@ def write_pairwise_report(
     found = contract.pair_evaluator_names(frame.columns)
     if not found:
         contract.resolve_pair_evaluator(frame.columns, None)  # raises: not a pairs frame
-    names = found if evaluators is None else [evaluators] if isinstance(evaluators, str) else list(evaluators)
+    names = (
+        found
+        if evaluators is None
+        else [evaluators]
+        if isinstance(evaluators, str)
+        else list(evaluators)
+    )
     for name in names:
         contract.resolve_pair_evaluator(frame.columns, name)
     run = (provenance or {}).get("pairwise") or {}

@@ -84,9 +84,7 @@ def add_parser(sub: Any) -> None:
         metavar="MODEL",
         help="litellm model string, or 'local' (default: $FRAMEKIT_JUDGE, else local)",
     )
-    cmd.add_argument(
-        "--cascade", metavar="JUDGES", help="comma-separated judges, cheapest first"
-    )
+    cmd.add_argument("--cascade", metavar="JUDGES", help="comma-separated judges, cheapest first")
     cmd.add_argument(
         "--escalate-below", metavar="T[,T...]", help="with --cascade: confidence thresholds"
     )
@@ -100,9 +98,7 @@ def add_parser(sub: Any) -> None:
     cmd.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
     cmd.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
     cmd.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
-    cmd.add_argument(
-        "--batch", action="store_true", help="send through the provider's batch API"
-    )
+    cmd.add_argument("--batch", action="store_true", help="send through the provider's batch API")
     group = cmd.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")
     group.add_argument("--no-cache", action="store_true", help="neither read nor write a cache")
