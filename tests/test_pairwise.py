@@ -252,3 +252,29 @@ def test_with_only_context_mapped_the_retrievals_are_compared(judge_simulator, t
     user = next(t for t in sent if "[BEGIN DATA: candidate_a]" in t)
     assert "retrieved documents hold more of the information" in user
     assert "Document 1:\nParis is the capital." in user
+
+
+def test_the_awaitable_form_runs_inside_an_event_loop(judge_simulator, tmp_path):
+    import asyncio
+
+    async def main() -> pl.DataFrame:
+        return await fk.aevaluate_pairwise(
+            strategies(2), [Preference()], MAPPING, by="strategy", on="question_id",
+            judge=sim_judge(judge_simulator), cache=tmp_path, progress=False,
+        )  # fmt: skip
+
+    pairs = asyncio.run(main())
+    assert pairs.height == 6 and pairs["preference_error"].null_count() == 6
+    assert judge_simulator.stats()["chat"] == 12
+
+
+def test_batch_mode_sends_both_orders_as_batch_lines(simulator_factory, tmp_path):
+    from tests.helpers import batch_judge
+
+    sim = simulator_factory(batch_seconds=0.05)
+    pairs = run(strategies(5), batch_judge(sim, "openai/sim"), tmp_path)
+    stats = sim.stats()
+    assert stats["chat"] == 0 and stats["batch"]["lines"] == 2 * 15
+    assert pairs["preference_error"].null_count() == 15
+    ranked = fk.rank(pairs, by="strategy", n_boot=100)
+    assert ranked["strategy"][0] == "hybrid"

@@ -167,7 +167,7 @@ def head_to_head_html(
         "intervals over keys; a tie counts half a win to each side; equal ranks: not told "
         "apart.</p>" + scrolled_table(ranked) + f"<h3>{name}: win matrix</h3>"
         '<p class="meta">Wins-ties-losses of the row group against the column group.</p>'
-        + scrolled_table(win_matrix(pairs, evaluator, by))
+        + scrolled_table(win_matrix(pairs, evaluator, by).fill_null(""))
         + f"<h3>{name}: position bias</h3>"
         f"<p>Position bias {html.escape(bias)}. A judge that reads only the content "
         "never does when it sees a difference; one that reads only the position always "
