@@ -278,3 +278,31 @@ def test_batch_mode_sends_both_orders_as_batch_lines(simulator_factory, tmp_path
     assert pairs["preference_error"].null_count() == 15
     ranked = fk.rank(pairs, by="strategy", n_boot=100)
     assert ranked["strategy"][0] == "hybrid"
+
+
+def test_a_mapping_that_raises_fails_the_pairs_of_its_row_only(judge_simulator, tmp_path):
+    def answer(row: dict) -> str:
+        if row["question_id"] == 1 and row["strategy"] == "dense":
+            raise ValueError("no answer logged")
+        return row["answer"]
+
+    df = strategies(3).with_columns(
+        pl.col("strategy").replace({"bm25": "1", "dense": "2", "hybrid": "3"})
+    )
+    df = df.with_columns(strategy=pl.col("strategy").cast(pl.Int64))
+
+    def by_number(row: dict) -> str:
+        return answer({**row, "strategy": {1: "bm25", 2: "dense", 3: "hybrid"}[row["strategy"]]})
+
+    pairs = fk.evaluate_pairwise(
+        df, [Preference()], {"input": "question", "output": by_number}, by="strategy",
+        on="question_id", judge=sim_judge(judge_simulator), cache=tmp_path, progress=False,
+    )  # fmt: skip
+    assert pairs.schema["a"] == pl.Int64
+    failed = pairs.filter(pl.col("preference_error").is_not_null())
+    assert failed.select("question_id", "a", "b").rows() == [(1, 1, 2), (1, 2, 3)]
+    assert all("no answer logged" in e for e in failed["preference_error"])
+    assert judge_simulator.stats()["chat"] == 2 * 7
+    winners = pairs.filter(pl.col("preference_error").is_null())["preference_winner"]
+    assert set(winners) <= {"1", "2", "3", "tie"}
+    assert fk.rank(pairs, by="strategy", n_boot=100).height == 3
