@@ -63,9 +63,13 @@ class Preference(RubricEvaluator):
         data block) and optionally ``{input}`` (a block) and ``{criteria}`` (the criteria
         text); readable as ``.prompt_template`` like every evaluator's. A replaced
         template's answers are cached apart (its version is ``"custom"``).
-    system_prompt, version, name, judge, threshold, ...
-        As for every rubric evaluator (``version="v1"``, the template in
-        ``evaluators/templates/preference.toml``).
+    system_prompt
+        The instructions sent as the system message; default the template's (without
+        the tie rule when ``allow_ties=False``).
+    version
+        The template version (``"v1"``: ``evaluators/templates/preference.toml``).
+    **options
+        As for every evaluator: ``name``, ``judge``, ``threshold``, decoding options.
 
     Notes
     -----
