@@ -21,6 +21,8 @@ _EXPORTS = {
     "evaluate_dataframe": "framekit.evaluate",
     "aevaluate_dataframe": "framekit.evaluate",
     "EvaluationFailed": "framekit._errors",
+    "evaluate_pairwise": "framekit.pairwise",
+    "aevaluate_pairwise": "framekit.pairwise",
     "evaluate_parquet": "framekit.parquet",
     "evaluate_sql": "framekit.parquet",
     "Judge": "framekit.judges.judge",
@@ -93,6 +95,7 @@ if TYPE_CHECKING:
     from framekit.judges.cascade import Cascade
     from framekit.judges.judge import Judge
     from framekit.judges.local import LocalJudge
+    from framekit.pairwise import aevaluate_pairwise, evaluate_pairwise
     from framekit.parquet import evaluate_parquet, evaluate_sql
 
 

@@ -172,6 +172,21 @@ def build(
     return redacted
 
 
+def with_pairwise(
+    record: Mapping[str, Any], mapping: Mapping[str, Any] | None, pairwise: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A pairwise run's record: the engine's record of its two-orders requests, with the
+    caller's mapping (not the internal one) and a ``pairwise`` entry (``by``, ``on``,
+    ``against``, ``groups``, ``pairs``, ``position_bias`` and per evaluator its counts)."""
+    out = dict(record)
+    out["mapping"] = _mapping(mapping)
+    counts = dict(out.get("counts") or {})
+    counts["pairs"] = pairwise.get("pairs")
+    out["counts"] = counts
+    out["pairwise"] = json.loads(json.dumps(dict(pairwise), default=str))
+    return out
+
+
 #: Evaluator name -> its rubric (label -> score), as the latest run in this process used
 #: it: what ``fk.agreement`` reads a label on when the judge never chose that label.
 _RUBRICS: dict[str, dict[str, float]] = {}
@@ -306,6 +321,21 @@ def describe(record: Mapping[str, Any]) -> list[tuple[str, str]]:
     counts = record.get("counts") or {}
     if counts:
         out.append(("counts", ", ".join(f"{k} {v}" for k, v in counts.items())))
+    pairwise = record.get("pairwise")
+    if isinstance(pairwise, dict):
+        against = pairwise.get("against")
+        versus = f"against {against}" if against else "every two groups"
+        out.append(
+            (
+                "pairwise",
+                f"{pairwise.get('pairs')} pairs of {pairwise.get('by')} per "
+                f"{', '.join(map(str, pairwise.get('on') or []))} ({versus}), each asked in "
+                "both orders",
+            )
+        )
+        for name, share in (pairwise.get("position_bias") or {}).items():
+            shown = "unknown" if share is None else f"{share:.3f}"
+            out.append(("position bias", f"{name}: {shown}"))
     if "cost_usd" in record:
         cost = record["cost_usd"]
         out.append(("cost", "unknown" if cost is None else f"${cost:.4f}"))

@@ -436,6 +436,118 @@ CASCADE = [
     new_code_cell("sim.stop()  # the simulator's server thread"),
 ]
 
+PAIRWISE = [
+    new_markdown_cell(
+        "# Strategies head to head\n\n"
+        "The bundled sample answers 100 questions twice, with a `bm25` and a `dense` "
+        "retriever. `02_compare_retrieval` scores each answer alone and tests the paired "
+        "differences; here a judge is shown the two answers to the same question side by "
+        "side and asked which is better, in both orders (`fk.evaluate_pairwise`), and the "
+        "verdicts are ranked with intervals (`fk.rank`). Both views, next to each other."
+    ),
+    new_code_cell(SETUP),
+    new_code_cell(
+        "from framekit.data import load_sample\n\n"
+        "sample = load_sample()\n"
+        'mapping = {"input": "question", "output": "answer", "context": "documents"}\n'
+        'sample.group_by("strategy").len()'
+    ),
+    new_markdown_cell(
+        "## Pointwise: each answer scored alone, then compared\n\n"
+        "`ResponseRelevance` on its five-level scale, then `fk.compare` pairs the rows by "
+        "question."
+    ),
+    new_code_cell(
+        "from framekit.evaluators import ResponseRelevance\n\n"
+        "scored = fk.evaluate_dataframe(sample, [ResponseRelevance()], mapping, judge=JUDGE,\n"
+        "                               cache=CACHE, progress=False)\n"
+        'pointwise = fk.compare(scored, by="strategy", on="question_id")\n'
+        'pointwise.select("group_a", "group_b", "mean_a", "mean_b", "diff", "diff_ci_low", "diff_ci_high", "winner")'
+    ),
+    new_markdown_cell(
+        "## Pairwise: which of the two answers is better?\n\n"
+        "`Preference()` shows the question and both answers (each with its own documents), "
+        "asks for the reasoning first, then `A`, `B` or `tie`. Every pair is asked twice, "
+        "each answer shown first once; when the two verdicts disagree the pair is a tie. "
+        "With the offline judge a verdict compares the two answers' embedding similarity "
+        "to the question (a proxy; near-equal is a tie), and it has no position bias."
+    ),
+    new_code_cell(
+        "from framekit.evaluators import Preference\n\n"
+        'pairs = fk.evaluate_pairwise(sample, [Preference()], mapping, by="strategy",\n'
+        '                             on="question_id", judge=JUDGE, cache=CACHE, progress=False)\n'
+        "print(fk.last_run().summary())\n"
+        'pairs.select("question_id", "a", "b", "preference_winner", "preference_ab", "preference_ba",\n'
+        '             "preference_consistent").head()'
+    ),
+    new_code_cell(
+        'ranked = fk.rank(pairs, by="strategy")\n'
+        'ranked.select("strategy", "wins", "ties", "losses", "win_rate", "strength",\n'
+        '              "strength_ci_low", "strength_ci_high", "rank")'
+    ),
+    new_markdown_cell(
+        "## A judge with a position bias\n\n"
+        "No API key here, so the test simulator plays an LLM judge: an OpenAI-compatible "
+        "server on 127.0.0.1 whose pairwise judge prefers the answer shown first on 30 % "
+        "of its verdicts, whatever the answers, and otherwise picks the better one by a "
+        "hidden quality (here: the sample's `expected_quality`, written into each answer "
+        'as a marker). With a real key, put `fk.Judge("openai/gpt-4o-mini")` in its place.'
+    ),
+    new_code_cell(
+        "from framekit.testing import JudgeSimulator, PairwiseJudge, SimulatorConfig\n\n"
+        'sim = JudgeSimulator(SimulatorConfig(pairwise_judges={"biased": PairwiseJudge(bias=0.3)})).start()\n'
+        'biased = fk.Judge("openai/biased", api_base=sim.api_base, api_key="sk-simulated")\n'
+        'quality = {"good": 0.8, "noncommittal": 0.4, "incoherent": 0.3, "off_topic": 0.1}\n'
+        "marked = sample.with_columns(\n"
+        '    answer=pl.format("{} @sim(quality={})", "answer",\n'
+        '                     pl.col("expected_quality").replace_strict(quality, return_dtype=pl.String))\n'
+        ")\n"
+        'judged = fk.evaluate_pairwise(marked, [Preference()], mapping, by="strategy",\n'
+        '                              on="question_id", judge=biased, cache=CACHE, progress=False)\n'
+        "print(fk.last_run().summary())\n"
+        'print("requests:", sim.stats()["chat"], "for", judged.height, "pairs")\n'
+        'fk.rank(judged, by="strategy").select("strategy", "wins", "ties", "losses", "win_rate",\n'
+        '                                     "strength_ci_low", "strength_ci_high", "rank")'
+    ),
+    new_markdown_cell(
+        "Asked once, with `bm25` always shown first, the same judge would have credited "
+        "`bm25` with every verdict its position bias gave it. Both orders turn those into "
+        "ties:"
+    ),
+    new_code_cell(
+        "one_order = judged.select(\n"
+        '    bm25_first_wins=(pl.col("preference_ab") == "A").mean(),\n'
+        '    bm25_wins_both_orders=(pl.col("preference_winner") == "bm25").mean(),\n'
+        '    flipped=(~pl.col("preference_consistent")).sum(),\n'
+        ")\n"
+        "one_order"
+    ),
+    new_markdown_cell(
+        "## Both views\n\nThe pointwise difference (`dense` minus `bm25` on a [0, 1] scale) "
+        "and the pairwise win rate of `dense`, each with its 95 % interval."
+    ),
+    new_code_cell(
+        "row = pointwise.row(0, named=True)\n"
+        'dense = ranked.filter(pl.col("strategy") == "dense").row(0, named=True)\n'
+        "pl.DataFrame({\n"
+        '    "view": ["pointwise: mean difference", "pairwise: dense win rate"],\n'
+        '    "estimate": [row["diff"], dense["win_rate"]],\n'
+        '    "ci_low": [row["diff_ci_low"], dense["win_rate_ci_low"]],\n'
+        '    "ci_high": [row["diff_ci_high"], dense["win_rate_ci_high"]],\n'
+        '    "says": [row["winner"], "dense" if dense["rank"] == 1 and dense["win_rate"] > 0.5 else None],\n'
+        "})"
+    ),
+    new_markdown_cell(
+        "## The head-to-head page\n\nThe win matrix, the strengths with intervals, the "
+        "position bias and the pairs the judge flipped on, with both answers side by side."
+    ),
+    new_code_cell(
+        "from framekit.analysis import write_pairwise_report\n\n"
+        'write_pairwise_report(judged, "pairs.html", data=marked, provenance=fk.last_run().provenance)'
+    ),
+    new_code_cell("sim.stop()  # the simulator's server thread"),
+]
+
 
 def write(name: str, cells: list[nbformat.NotebookNode]) -> Path:
     notebook = new_notebook(cells=cells)
@@ -481,6 +593,7 @@ def main() -> None:
         ("02_compare_retrieval.ipynb", COMPARE_RETRIEVAL),
         ("03_judge_agreement.ipynb", JUDGE_AGREEMENT),
         ("04_cascade.ipynb", CASCADE),
+        ("05_pairwise.ipynb", PAIRWISE),
     ):
         path = write(name, cells)
         if not args.no_execute:

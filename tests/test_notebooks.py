@@ -109,6 +109,20 @@ def test_cascade_notebook_escalates_calibrates_estimates_and_plots(tmp_path):
     assert len(_pngs(notebook)) == 1  # the cost/agreement curve
 
 
+def test_pairwise_notebook_ranks_both_views_and_measures_the_bias(tmp_path):
+    notebook = _run("05_pairwise.ipynb", tmp_path)
+    texts = "".join(
+        str(o.get("data", {}).get("text/plain", "")) + str(o.get("text", ""))
+        for c in notebook.cells
+        for o in c.get("outputs", [])
+    )
+    assert "pointwise: mean difference" in texts and "pairwise: dense win rate" in texts
+    assert "requests: 200 for 100 pairs" in texts  # both orders of 100 pairs
+    assert "preference: position bias 0.000" in texts  # the offline judge: none
+    assert re.search(r"preference: position bias 0\.[1-9]", texts)  # the biased stand-in
+    assert (tmp_path / "pairs.html").exists()
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -116,6 +130,7 @@ def test_cascade_notebook_escalates_calibrates_estimates_and_plots(tmp_path):
         "02_compare_retrieval.ipynb",
         "03_judge_agreement.ipynb",
         "04_cascade.ipynb",
+        "05_pairwise.ipynb",
     ],
 )
 def test_stored_notebooks_show_their_outputs_and_read_cleanly(name):

@@ -14,12 +14,14 @@ Parquet file scored last month as on a frame scored a second ago.
 - ``_table``: :func:`format_table`, a summary as text for a terminal.
 - ``rank``: :func:`rank`, groups ranked from a pairs frame (``fk.rank``): win rates and
   Bradley-Terry strengths (``_bradley_terry``) with bootstrap intervals; ``_pairs`` reads
-  a pairs frame into arrays.
+  a pairs frame into arrays (and measures the judge's position bias); ``pairwise_report``:
+  :func:`write_pairwise_report`, the head-to-head HTML page of a pairs frame.
 - ``agreement``, ``calibrate``, ``gate``: agreement with people, calibrated thresholds,
   pass/fail gates (``fk.agreement``, ``fk.calibrate``, ``fk.gate``).
 """
 
 from framekit.analysis._table import format_table
+from framekit.analysis.pairwise_report import write_pairwise_report
 from framekit.analysis.report import write_html_report
 from framekit.analysis.summary import (
     compare,
@@ -37,4 +39,5 @@ __all__ = [
     "format_table",
     "summarize",
     "write_html_report",
+    "write_pairwise_report",
 ]

@@ -26,6 +26,8 @@ from framekit.analysis._inputs import resolve_columns
 
 #: a's score in a pair: a win, a tie (half a win to each side), a loss.
 WIN, TIE, LOSS = 1.0, 0.5, 0.0
+#: The verdicts that name a position: the candidate shown first, the one shown second.
+POSITIONS = ("A", "B")
 
 
 @dataclass(frozen=True)
@@ -128,6 +130,29 @@ def read_pairs(
     )
 
 
+def position_bias(pairs: pl.DataFrame, evaluator: str) -> tuple[float | None, int, int]:
+    """``(share, same, judged)``: of the pairs with a verdict in both orders (``judged``),
+    those in which the judge chose the same position, first or second, both times
+    (``same``): a judge that looks only at the content never does when it sees a
+    difference, one that looks only at the position always does.
+
+    Examples
+    --------
+    >>> frame = pl.DataFrame({"p_ab": ["A", "A", "B", "tie", None],
+    ...                       "p_ba": ["A", "B", "B", "A", "A"]})
+    >>> position_bias(frame, "p")
+    (0.5, 2, 4)
+    """
+    ab = pl.col(contract.column(evaluator, "ab"))
+    ba = pl.col(contract.column(evaluator, "ba"))
+    counted = pairs.select(
+        judged=(ab.is_not_null() & ba.is_not_null()).sum(),
+        same=((ab == ba) & ab.is_in(list(POSITIONS))).fill_null(False).sum(),
+    ).row(0)
+    judged, same = int(counted[0]), int(counted[1])
+    return (same / judged if judged else None), same, judged
+
+
 def _scores(frame: pl.DataFrame, column: str, error: NDArray[np.bool_]) -> NDArray[np.float64]:
     """a's score per row from a column of winners: 1 (a), 0 (b), 0.5 (tie), NaN where the
     row is an error or holds no winner; another value is an error naming the row."""
@@ -151,4 +176,4 @@ def _scores(frame: pl.DataFrame, column: str, error: NDArray[np.bool_]) -> NDArr
     return np.where(empty, np.nan, score).astype(np.float64)
 
 
-__all__ = ["LOSS", "TIE", "WIN", "Pairs", "key_columns", "read_pairs"]
+__all__ = ["LOSS", "POSITIONS", "TIE", "WIN", "Pairs", "key_columns", "position_bias", "read_pairs"]

@@ -146,6 +146,41 @@ def _without_null_columns(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def scrolled_table(frame: pl.DataFrame) -> str:
+    """A frame as an HTML table (every value escaped) in a box that scrolls sideways."""
+    return _scroll(_html_table(frame))
+
+
+def report_page(
+    path: str | Path,
+    title: str,
+    provenance: Mapping[str, Any] | None,
+    sections: Sequence[tuple[str, str, str]],
+) -> Path:
+    """Write a report page of this module's look: the title, the run record, a table of
+    contents and ``sections`` (anchor, heading, HTML), self-contained."""
+    check_regular_or_new(path, "path")
+    toc = [("provenance", "What made these results")] + [(a, h) for a, h, _ in sections]
+    nav = "".join(f'<li><a href="#{a}">{html.escape(h)}</a></li>' for a, h in toc)
+    body = [
+        f"<h1>{html.escape(title)}</h1>",
+        f"<nav><ul>{nav}</ul></nav>",
+        '<h2 id="provenance">What made these results</h2>',
+        _provenance_html(provenance),
+        *(f'<h2 id="{a}">{html.escape(h)}</h2>\n{content}' for a, h, content in sections),
+    ]
+    document = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{html.escape(title)}</title>\n<style>{_CSS}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )
+    target = Path(path)
+    target.write_text(document, encoding="utf-8")
+    return target
+
+
 def _names(on: str | Sequence[str]) -> str:
     return on if isinstance(on, str) else ", ".join(on)
 

@@ -26,7 +26,7 @@ from framekit._errors import (
     RunInterrupted,
 )
 from framekit._version import __version__
-from framekit.cli import batches, evaluate, gate, report, traces
+from framekit.cli import batches, evaluate, gate, pairwise, report, traces
 from framekit.cli.options import ENV_HELP, command
 
 
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     evaluate.add_parser(sub)
+    pairwise.add_parser(sub)
     report.add_parsers(sub)
     demo = command(
         sub,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from framekit._errors import InputError, did_you_mean
@@ -26,7 +27,11 @@ def add_parsers(sub: Any) -> None:
         "interval, pass rate over all rows, errors, labels), optionally by group, as text, "
         "HTML or PNG.",
     )
-    rep.add_argument("scored", help="a Parquet file written by framekit evaluate")
+    rep.add_argument(
+        "scored",
+        help="a Parquet file written by framekit evaluate (or by framekit pairwise: the "
+        "ranking, and with --html the head-to-head page)",
+    )
     rep.add_argument("--by", metavar="COL", help="also summarize per value of this column")
     rep.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
     rep.add_argument(
@@ -115,6 +120,8 @@ def run_report(args: argparse.Namespace) -> int:
 
     if args.html:
         check_writable(args.html, "--html")  # before the summary, not after it
+    if _is_pairs_file(args.scored):
+        return run_pairs_report(args)
     extra = [c for c in (args.by, args.on) if c]
     frame, record, evaluators = read_scored(
         args.scored, extra, context=bool(args.html), evaluators=args.evaluators
@@ -162,6 +169,70 @@ def run_report(args: argparse.Namespace) -> int:
         written = plot.save_charts(frame, args.png, by=args.by, evaluators=evaluators)
         print("\nwrote " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _is_pairs_file(path: str) -> bool:
+    """Whether ``path`` holds a pairs frame (``framekit pairwise``) and no scored rows."""
+    from framekit import _result_columns as contract
+    from framekit import io
+    from framekit.io._sources import _schema_of
+
+    schema = list(_schema_of(io.resolve_sources(path)))
+    return bool(contract.pair_evaluator_names(schema)) and not contract.evaluator_names(schema)
+
+
+def run_pairs_report(args: argparse.Namespace) -> int:
+    """``framekit report pairs.parquet``: the ranking and position bias per evaluator;
+    ``--html``: the head-to-head page, with the answers the judge flipped on when the
+    compared file named in the run record is still there."""
+    import polars as pl
+
+    from framekit import _provenance, analysis, io
+    from framekit import _result_columns as contract
+    from framekit.cli.pairwise import print_ranking
+
+    files = io.resolve_sources(args.scored)
+    pairs = pl.read_parquet([str(f) for f in files])
+    record = _provenance.read(files[0])
+    names = args.evaluators or contract.pair_evaluator_names(pairs.columns)
+    for name in names:
+        contract.resolve_pair_evaluator(pairs.columns, name)
+    print(f"{pairs.height} pairs x {len(names)} evaluator{'' if len(names) == 1 else 's'} "
+          f"in {args.scored}")  # fmt: skip
+    if record is None:
+        print("no run record in this file (written without framekit pairwise)")
+    elif _provenance.is_offline(record):
+        print(f"note: {_provenance.PROXY_NOTE}")
+    print_ranking(pairs, record, names)
+    if args.html:
+        data = _compared_rows(record)
+        if data is None:
+            print(
+                "\nnote: the compared file named in the run record is not there: the "
+                "flipped pairs are shown without their answers",
+                file=sys.stderr,
+            )
+        title = args.title if args.title != "framekit report" else "framekit head-to-head report"
+        path = analysis.write_pairwise_report(
+            pairs, args.html, by=args.by, data=data, title=title, evaluators=names,
+            provenance=record,
+        )  # fmt: skip
+        print(f"\nwrote {path}")
+    return 0
+
+
+def _compared_rows(record: dict[str, Any] | None) -> pl.DataFrame | None:
+    """The rows a pairwise run compared, from the files its run record names (``None``
+    when any is gone)."""
+    import polars as pl
+
+    paths = ((record or {}).get("pairwise") or {}).get("data") or []
+    if not paths or not all(Path(p).is_file() for p in paths):
+        return None
+    try:
+        return pl.read_parquet(paths)
+    except Exception:  # a file replaced by something unreadable: shown without answers
+        return None
 
 
 def run_compare(args: argparse.Namespace) -> int:

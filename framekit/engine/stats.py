@@ -66,6 +66,14 @@ class RunStats:
     #: have one, its ``scoring``, and with ``scoring="expected"`` the rows that had to be
     #: scored by their label (no probabilities); see :meth:`Prepared.confidence_summary <framekit.engine.prepare.Prepared.confidence_summary>`.
     confidence: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: A pairwise run (``fk.evaluate_pairwise``): per evaluator, the share of pairs (of
+    #: those with a verdict in both orders) in which the judge chose the same position,
+    #: first or second, whatever the candidates (``None``: no such pair).
+    position_bias: dict[str, float | None] = field(default_factory=dict)
+    #: A pairwise run's counts: ``pairs``, and per evaluator ``judged`` (pairs with both
+    #: verdicts), ``same_position``, ``inconsistent`` (the two orders named different
+    #: winners: a tie).
+    pairwise: dict[str, Any] = field(default_factory=dict)
     #: What would have made the run faster, e.g. worker processes for a CPU-bound client.
     hints: list[str] = field(default_factory=list)
     #: The run's budget (``max_cost_usd``; ``None``: none) and the rows it left unscored
@@ -98,6 +106,8 @@ class RunStats:
             line += f" ({self.batch_requests} answered by batch API at 50 % price)"
         line += self.per_1000_text()
         line += cut_note(self.cut_to_fit)
+        if self.pairwise:
+            line += f"\nframekit: {describe_pairwise(self.pairwise, self.position_bias)}"
         said = describe_confidence(self.confidence)
         if said:
             line += f"\nframekit: {said}"
@@ -252,6 +262,27 @@ def describe_confidence(confidence: dict[str, dict[str, Any]]) -> str | None:
             text += f", {fallback} rows scored by label for want of probabilities"
         parts.append(text)
     return "confidence: " + "; ".join(parts) if parts else None
+
+
+def describe_pairwise(pairwise: dict[str, Any], bias: dict[str, float | None]) -> str:
+    """One line for a pairwise run's summary: pairs, and per evaluator its position bias.
+
+    Examples
+    --------
+    >>> describe_pairwise({"pairs": 450, "evaluators": {"preference": {"judged": 450,
+    ...     "same_position": 54, "inconsistent": 60}}}, {"preference": 0.12})
+    'pairwise: 450 pairs, each asked in both orders; preference: position bias 0.120 (the same position chosen in both orders in 54 of 450 pairs), 60 inconsistent pairs counted as ties'
+    """
+    parts = [f"pairwise: {pairwise.get('pairs', 0)} pairs, each asked in both orders"]
+    for name, counts in (pairwise.get("evaluators") or {}).items():
+        share = bias.get(name)
+        shown = "unknown" if share is None else f"{share:.3f}"
+        parts.append(
+            f"{name}: position bias {shown} (the same position chosen in both orders in "
+            f"{counts['same_position']} of {counts['judged']} pairs), "
+            f"{counts['inconsistent']} inconsistent pairs counted as ties"
+        )
+    return "; ".join(parts)
 
 
 _last_global: list[RunStats] = []

@@ -9,6 +9,7 @@ from framekit.evaluators.answer_relevancy import AnswerRelevancy
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.conversation import Coherence, ResponseRelevance
 from framekit.evaluators.groundedness import ContextRecall, Groundedness
+from framekit.evaluators.pairwise import Preference
 from framekit.evaluators.retrieval import ContextRelevance, RetrievalRelevance
 from framekit.evaluators.rubric import ClassificationEvaluator, RubricEvaluator
 
@@ -20,6 +21,7 @@ __all__ = [
     "ContextRelevance",
     "Evaluator",
     "Groundedness",
+    "Preference",
     "ResponseRelevance",
     "RetrievalRelevance",
     "RubricEvaluator",

@@ -17,6 +17,9 @@ BUILTIN_EVALUATORS = {
     "groundedness": "Groundedness",
     "context_recall": "ContextRecall",
 }
+#: ``-e`` names of the built-in pairwise evaluators (``framekit pairwise``): they judge two
+#: candidates at once, so ``framekit evaluate`` and the demo's pointwise runs leave them out.
+PAIRWISE_EVALUATORS = {"preference": "Preference"}
 
 
 def evaluator_by_name(name: str) -> Evaluator:
@@ -30,6 +33,11 @@ def evaluator_by_name(name: str) -> Evaluator:
     import framekit.evaluators as evaluators
 
     key = name.strip().lower().replace("-", "_")
+    if key in PAIRWISE_EVALUATORS:
+        raise InputError(
+            f"{name!r} compares two answers at once: use it with fk.evaluate_pairwise or "
+            "`framekit pairwise`"
+        )
     if key not in BUILTIN_EVALUATORS:
         raise InputError(
             f"unknown evaluator {name!r}.{did_you_mean(key, BUILTIN_EVALUATORS)} "
@@ -53,6 +61,34 @@ def evaluators_by_names(values: Sequence[str]) -> list[Evaluator]:
     if not names:
         raise InputError("no evaluator given; use -e, e.g. -e response_relevance,coherence")
     return [evaluator_by_name(n) for n in names]
+
+
+def pairwise_evaluators_by_names(values: Sequence[str]) -> list[Evaluator]:
+    """Pairwise evaluators from comma-separated lists of names; none given: Preference.
+
+    Examples
+    --------
+    >>> [ev.name for ev in pairwise_evaluators_by_names([])]
+    ['preference']
+    """
+    import framekit.evaluators as evaluators
+
+    names = [n.strip().lower().replace("-", "_") for v in values for n in v.split(",")]
+    names = [n for n in names if n] or ["preference"]
+    out = []
+    for key in names:
+        if key not in PAIRWISE_EVALUATORS:
+            hint = (
+                " It scores one answer at a time: use `framekit evaluate`."
+                if key in BUILTIN_EVALUATORS
+                else did_you_mean(key, PAIRWISE_EVALUATORS)
+            )
+            raise InputError(
+                f"unknown pairwise evaluator {key!r}.{hint} Choose from "
+                f"{', '.join(PAIRWISE_EVALUATORS)}"
+            )
+        out.append(getattr(evaluators, PAIRWISE_EVALUATORS[key])())
+    return out
 
 
 def available_evaluators() -> tuple[list[Evaluator], list[str]]:

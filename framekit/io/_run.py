@@ -78,6 +78,8 @@ def _add_stats(total: RunStats, part: RunStats) -> None:
             "budget_usd",
             "saved_dedup_usd",
             "saved_cache_usd",
+            "position_bias",  # pairwise runs only, never sliced
+            "pairwise",
         ):
             continue
         setattr(total, f.name, getattr(total, f.name) + getattr(part, f.name))
