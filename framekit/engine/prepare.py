@@ -41,9 +41,14 @@ import polars as pl
 
 from framekit._errors import RecordError, one_line
 from framekit._results import Answered, Record, Verdict
-from framekit.engine.context_window import ALWAYS_FITS, fit_to_context, most_text
-from framekit.engine.mapping import MappingValue, resolve_mapping
-from framekit.engine.records import grouped_rows, records_of, ungrouped_rows
+from framekit.engine.context_window import ALWAYS_FITS, fit_to_context, needs_fitting
+from framekit.engine.mapping import (
+    MappingValue,
+    ResolvedFields,
+    computed_fields,
+    mapping_sources,
+)
+from framekit.engine.records import grouped_rows, most_text, records_of, ungrouped_rows
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
@@ -228,7 +233,15 @@ async def prepare(
     a source, naming the field, the evaluator and the available columns.
     """
     needed = {f for ev in evaluators for f in ev.fields}
-    fields = resolve_mapping(frame, mapping, needed)
+    sources = mapping_sources(frame.columns, mapping, needed)
+    # A field mapped to a column is that column; only an expression or a callable reads rows.
+    fields = ResolvedFields(
+        {name: frame.get_column(source) for name, source in sources.items()
+         if isinstance(source, str)}  # fmt: skip
+    )
+    computed = {name: source for name, source in sources.items() if not isinstance(source, str)}
+    if computed:
+        fields.add(computed_fields(frame, computed))
     for ev in evaluators:
         ev.check_fields(fields.available, frame.columns)
     prepared = []
@@ -250,7 +263,8 @@ async def prepare(
                     prepared.append(Prepared(ev, judge, [], inverse, distinct, unbuilt=weights))
                     continue
                 records = records_of(distinct, weights)
-        await fit_to_context(records, judge, most)
+        if needs_fitting(judge, most):  # (a whole column's length said none can be too long)
+            await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
             for record, deferred in zip(records, given or [False] * len(records)):
@@ -297,11 +311,14 @@ def _vouched(
     <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
     judge whose answers the planner reads in bulk; ``None`` for any other share.
     Preparing was a quarter of a fully cached re-run's time."""
-    vouch = getattr(ev, "prepared_as_given", None)
+    vouch = getattr(ev, "given_rows", None)
     if vouch is None or judge.chat_endpoint is None or embeds_answers(ev):
         return None
-    given: list[bool] | None = vouch(distinct)
-    return given
+    given = vouch(distinct.schema)  # (the evaluator sees the columns' names and types)
+    if given is None:
+        return None
+    vouched: list[bool] = distinct.select(given.alias("given")).to_series().to_list()
+    return vouched
 
 
 def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | None) -> bool:
@@ -351,7 +368,9 @@ def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None
             raise
         record.fail(str(exc))
         return
-    known = ev.known_verdict(ready)
+    # (asked only of an evaluator that can know one: the base class never does)
+    knows = type(ev).known_verdict is not Evaluator.known_verdict
+    known = ev.known_verdict(ready) if knows else None
     if known is None:
         record.fields = ready
         return

@@ -75,9 +75,12 @@ class ConversationEvaluator(RubricEvaluator):
         super().check_fields(available, columns)
 
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        history = _messages.normalise_history(fields.get("history"))
-        turn = _messages.judged_turn(history, fields.get("input"), fields.get("output"))
-        record = {"input": turn.input, "output": turn.output, "history": turn.history}
+        history = fields.get("history")
+        record = {"input": fields.get("input"), "output": fields.get("output"), "history": None}
+        if history is not None:  # the judged turn is looked for only in a conversation
+            history = _messages.normalise_history(history)
+            turn = _messages.judged_turn(history, record["input"], record["output"])
+            record = {"input": turn.input, "output": turn.output, "history": turn.history}
         for field in self.required_fields:
             if record[field] is None:
                 hint = (

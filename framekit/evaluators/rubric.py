@@ -339,6 +339,7 @@ class RubricEvaluator(Evaluator):
         re-run then prepares only the records it must send. ``False`` only means "prepare
         it first" (the checks are conservative); ``None``: every record is prepared first
         (a class with its own ``prepare`` or ``known_verdict`` says otherwise itself).
+        The rows of :meth:`given_rows`, which the engine reads itself.
 
         Examples
         --------
@@ -348,18 +349,26 @@ class RubricEvaluator(Evaluator):
         >>> tone.prepared_as_given(pl.DataFrame({"output": ["Thanks!", None]}))
         [True, False]
         """
+        given = self.given_rows(frame.schema)
+        if given is None:
+            return None
+        return frame.select(given.alias("given")).to_series().to_list()
+
+    def given_rows(self, schema: pl.Schema) -> pl.Expr | None:
+        """:meth:`prepared_as_given` as a polars expression over columns of ``schema``
+        (``True`` for a row it vouches for), told from the names and types alone; ``None``
+        when no row is vouched for."""
         kind = type(self)
         if (
             kind.prepare is not Evaluator.prepare
             or kind.known_verdict is not Evaluator.known_verdict
         ):
             return None
-        if any(f not in frame.columns for f in self.required_fields):
+        if any(f not in schema for f in self.required_fields):
             return None
-        given = pl.all_horizontal(
+        return pl.all_horizontal(
             [pl.lit(True), *(pl.col(f).is_not_null() for f in self.required_fields)]
         )
-        return frame.select(given.alias("given")).to_series().to_list()
 
     def plain_verdicts(self) -> Mapping[str, float] | None:
         """Label -> score when a verdict is this class's plain reading of an answer (the
