@@ -118,7 +118,7 @@ class Record:
     #: anything else reads it.
     raw: bool = False
     #: Its request's cache key, where it was looked up before the plan and not read
-    #: there (:mod:`framekit.engine.cached_columns`: no entry, or one handed to the plan
+    #: there (:func:`framekit.engine.plan.read_cached`: no entry, or one handed to the plan
     #: to read the general way): the plan keys it so and does not ask the cache again.
     missed_key: str | None = None
 
@@ -150,7 +150,7 @@ class Record:
 @dataclass(slots=True, eq=False)
 class Answered:
     """Cached answers of a share's distinct rows, read as columns rather than into a
-    :class:`Record` each (:mod:`framekit.engine.cached_columns`): entry ``i`` is distinct
+    :class:`Record` each (:func:`framekit.engine.plan.read_cached`): entry ``i`` is distinct
     row ``i``'s result; ``None`` in ``label`` marks a row answered otherwise, whose record
     holds its result (:attr:`Prepared.record_rows
     <framekit.engine.prepare.Prepared.record_rows>`). Every answered row was read from the

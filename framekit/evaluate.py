@@ -2,7 +2,7 @@
 
 The entry layer of a run: a frame in (:mod:`framekit._frames`), its rows prepared per
 evaluator (:mod:`framekit.engine.prepare`), settled by the engine
-(:func:`framekit.engine.planner.run`), and their results appended as the typed columns of
+(:func:`framekit.engine.plan.run`), and their results appended as the typed columns of
 the contract (:mod:`framekit._result_columns`), in the kind of frame that came in. Also
 one record scored the same way (:func:`ascore_record`), which ``Evaluator.score`` reaches
 through the scorer the package installs (see :mod:`framekit._record_scorer`).
@@ -35,7 +35,7 @@ from framekit._results import ProgressFn, Record, Verdict
 from framekit._score import Score, passes
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.mapping import MappingValue
-from framekit.engine.planner import LimiterFor, run
+from framekit.engine.plan import LimiterFor, run
 from framekit.engine.prepare import (
     Prepared,
     prepare,

@@ -17,7 +17,8 @@ import pytest
 import framekit as fk
 from framekit.engine import prepare as prepare_module
 from framekit.engine.cache import Cache
-from framekit.engine.keys import chat_key, chat_prefix, template_keys
+from framekit.engine.keys import chat_key, chat_prefix
+from framekit.engine.plan import template_keys
 from framekit.evaluators import Coherence, _prompt
 from tests.helpers import sim_judge
 from tests.test_columnar_plan import MAPPING, evaluators

@@ -1,6 +1,6 @@
 """Cascades in a run: each stage an ordinary run of its judge over the rows still open.
 
-:func:`framekit.engine.planner.run` hands every share whose judge is a
+:func:`framekit.engine.plan.run` hands every share whose judge is a
 :class:`~framekit.judges.cascade.Cascade` to :func:`run_cascades`, which settles it stage
 by stage: stage 1 gets a copy of every record still to ask about, and the planner settles
 those copies as it would any record (cache, deduplication, the judge's rate limits, batch

@@ -3,7 +3,7 @@
 The dry run is a second reader of a real run's plan, not a copy of it: each frame is
 prepared exactly as for a run (:func:`framekit.engine.prepare.prepare`: the mapping,
 identical rows collapsed, records fitted to the context window) and the planner's own
-:class:`~framekit.engine.planner.ChatPlan` keys its chat requests as a real run does.
+:class:`~framekit.engine.plan.ChatPlan` keys its chat requests as a real run does.
 Distinct keys not already in the cache are the requests a real run sends (one each, when
 nothing is retried or re-asked), so the count matches ``RunStats.requests_sent`` of that
 run.
@@ -35,7 +35,7 @@ from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.mapping import MappingValue
-from framekit.engine.planner import ChatPlan
+from framekit.engine.plan import ChatPlan
 from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators

@@ -21,7 +21,7 @@ a frame the same way:
    only what it sends (:attr:`Record.raw <framekit._results.Record.raw>`). Where it vouches for every row of a plain
    template asked of an LLM judge, the records are not even built
    (:attr:`Prepared.unbuilt`): the cache is read into columns first
-   (:mod:`framekit.engine.cached_columns`), and only the rows it does not answer become
+   (:func:`framekit.engine.plan.read_cached`), and only the rows it does not answer become
    records.
 
 Problems with the mapping itself (a missing column, an unmapped required field) are
@@ -80,7 +80,7 @@ class Prepared:
     distinct: pl.DataFrame | None = None
     #: The weights of the distinct rows while their records are not built: every one was
     #: vouched for and is asked of a plain template, so a cached re-run may read their
-    #: answers as columns (:mod:`framekit.engine.cached_columns`) and build records only
+    #: answers as columns (:func:`framekit.engine.plan.read_cached`) and build records only
     #: for the rows the cache does not answer (:meth:`build_records`).
     unbuilt: list[int] | None = None
     #: The answers read as columns, where some were; ``records`` then hold the other
@@ -236,8 +236,11 @@ async def prepare(
     sources = mapping_sources(frame.columns, mapping, needed)
     # A field mapped to a column is that column; only an expression or a callable reads rows.
     fields = ResolvedFields(
-        {name: frame.get_column(source) for name, source in sources.items()
-         if isinstance(source, str)}  # fmt: skip
+        {
+            name: frame.get_column(source)
+            for name, source in sources.items()
+            if isinstance(source, str)
+        }  # fmt: skip
     )
     computed = {name: source for name, source in sources.items() if not isinstance(source, str)}
     if computed:
@@ -325,7 +328,7 @@ def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | Non
     """Whether a share whose every distinct row is vouched for (:func:`_vouched`) may
     keep its records unbuilt (:attr:`Prepared.unbuilt`): none can need cutting to the
     judge's window (no window set, little text), and the evaluator's prompts are a plain
-    template polars renders, read by label (:mod:`framekit.engine.cached_columns` checks
+    template polars renders, read by label (:func:`framekit.engine.plan.read_cached` checks
     the rest)."""
     if most is None or most > ALWAYS_FITS:
         return False
