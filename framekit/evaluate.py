@@ -178,7 +178,8 @@ async def evaluate_with_stats(
     frame_in: FrameIn = to_polars(df)
     frame = frame_in.frame
     new_cols = result_columns(evs, details)
-    clash = [c for c in new_cols if c in frame.columns]
+    present = set(frame.columns)
+    clash = [c for c in new_cols if c in present]
     if clash and not overwrite:
         raise InputError(
             f"result column {clash[0]!r} already exists; pass overwrite=True to replace it"

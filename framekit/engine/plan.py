@@ -43,7 +43,7 @@ from framekit.engine.executor import ChatExecutor, Requests
 from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
-from framekit.engine.prepare import Prepared, bulk, prepare_waiting, ready
+from framekit.engine.prepare import Prepared, bulk, ready
 from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
@@ -223,7 +223,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             if self._plan_rendered(share, judge, prefix, pending, pairs):
                 continue
             for record in pending:
-                ready(share.evaluator, record)  # keyed as it will be sent
+                if record.raw:
+                    ready(share.evaluator, record)  # keyed as it will be sent
                 assert record.fields is not None
                 try:
                     request = share.evaluator.build_request(record.fields)
@@ -328,7 +329,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         """The request behind ``key``, rendered from the first record that asks it (by
         the evaluator's plain renderer where it has one: :func:`_sender`)."""
         share, record = self._waiting[key][0]
-        ready(share.evaluator, record)
+        if record.raw:
+            ready(share.evaluator, record)
         fields = record.fields
         assert fields is not None, "a waiting record is never settled"
         sender = self._senders.get(id(share))
@@ -654,7 +656,7 @@ async def _run_judges(
         for hits in cache.lookup(keys) if keys else ():  # each chunk's, let go as used
             stats.cache_hits += plan.receive_cached(hits)
         for share in prepared:
-            prepare_waiting(share)  # the misses, looked up before they were prepared
+            share.ready_waiting()  # the misses, looked up before they were prepared
     for share in prepared:
         share.distinct = None  # planned: the records carry on, the columns can go
     pending = plan.by_judge()

@@ -121,6 +121,14 @@ class Prepared:
             weights = [weights[i] for i in self.record_rows]
         self.records = records_of(distinct, weights, raw=True)
 
+    def ready_waiting(self) -> None:
+        """Prepare the records still waiting as the mapping gave them (:attr:`Record.raw`):
+        the cache did not answer them, so they are sent (or planned) as prepared records."""
+        ev = self.evaluator
+        for record in self.records:
+            if record.raw and record.fields is not None:
+                ready(ev, record)
+
     def pending(self) -> list[Record]:
         """The records still to be asked about."""
         self.build_records()
@@ -261,7 +269,9 @@ async def prepare(
                 records, inverse = ungrouped_rows(fields.columns, names, frame.height, row_errors)
             else:
                 weights, inverse, distinct = grouped
-                given = _vouched(ev, judge, distinct)
+                vouching = _vouched(ev, judge, distinct.schema)
+                if vouching is not None:  # (the evaluator saw names; polars reads the rows)
+                    given = distinct.select(vouching.alias("given")).to_series().to_list()
                 if given is not None and all(given) and _unbuilt(ev, judge, most):
                     prepared.append(Prepared(ev, judge, [], inverse, distinct, unbuilt=weights))
                     continue
@@ -307,21 +317,19 @@ async def prepare_one(
 
 
 def _vouched(
-    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame
-) -> list[bool] | None:
-    """Which distinct rows may wait to be prepared until their answer is not in the cache:
-    those the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
-    <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
-    judge whose answers the planner reads in bulk; ``None`` for any other share.
-    Preparing was a quarter of a fully cached re-run's time."""
+    ev: Evaluator, judge: Judge | LocalJudge | Cascade, schema: pl.Schema
+) -> pl.Expr | None:
+    """Which distinct rows may wait to be prepared until their answer is not in the cache,
+    as an expression over the distinct rows' columns (``schema``): those the evaluator
+    vouches for (:meth:`RubricEvaluator.given_rows
+    <framekit.evaluators.rubric.RubricEvaluator.given_rows>`), asked of one LLM judge
+    whose answers the plan reads in bulk; ``None`` for any other share. Preparing was a
+    quarter of a fully cached re-run's time."""
     vouch = getattr(ev, "given_rows", None)
     if vouch is None or judge.chat_endpoint is None or embeds_answers(ev):
         return None
-    given = vouch(distinct.schema)  # (the evaluator sees the columns' names and types)
-    if given is None:
-        return None
-    vouched: list[bool] = distinct.select(given.alias("given")).to_series().to_list()
-    return vouched
+    given: pl.Expr | None = vouch(schema)
+    return given
 
 
 def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | None) -> bool:
@@ -347,15 +355,6 @@ def ready(ev: Evaluator, record: Record) -> None:
         record.raw = False
         _prepare_record(ev, record)
         assert record.fields is not None, f"{type(ev).__name__} vouched for a record it settles"
-
-
-def prepare_waiting(share: Prepared) -> None:
-    """Prepare the records of ``share`` still waiting as the mapping gave them: the cache
-    did not answer them, so they are sent (or planned) as prepared records."""
-    ev = share.evaluator
-    for record in share.records:
-        if record.raw and record.fields is not None:
-            ready(ev, record)
 
 
 def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None:
