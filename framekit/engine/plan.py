@@ -39,7 +39,7 @@ from framekit.engine.batch import BatchExecutor
 from framekit.engine.cache import Cache
 from framekit.engine.cascade import run_cascades
 from framekit.engine.embeddings import embedding_stage, ready_embedders
-from framekit.engine.executor import ChatExecutor, Requests
+from framekit.engine.executor import ChatExecutor, Executor, Requests
 from framekit.engine.keys import RenderedKeys, chat_key, chat_prefix
 from framekit.engine.likelihood import likelihood_stage, ready_likelihood
 from framekit.engine.limiter import Limiter
@@ -52,6 +52,9 @@ from framekit.judges.request import ChatRequest, answer_text
 #: The limiter a judge's calls are paced by (``None``: a limiter of its own limits).
 LimiterFor = Callable[[Judge], "Limiter | None"]
 
+#: A plain template's renderer: a prepared record's user message.
+Render = Callable[[Mapping[str, Any]], str]
+
 #: A record waiting for an answer, with the evaluator's share it belongs to.
 Waiting = tuple[Prepared, Record]
 
@@ -59,6 +62,16 @@ Waiting = tuple[Prepared, Record]
 #: are held together (one being keyed, the next being rendered), so a million records
 #: never hold all their prompts at the same time; their keys are kept.
 RENDER_SLICE = 20_000
+
+#: Requests rendered to be keyed that the plan keeps for sending, at most: the first this
+#: many keys of a plan are sent as they were rendered (a run of up to this many distinct
+#: prompts renders each once); the later ones are rendered again from their record when
+#: they go out, so that a cold run of 100,000 rows does not hold every prompt at once
+#: (480 MB against 277: docs/bulk.md). About 3 MB of prompts.
+KEEP_RENDERED = 1024
+
+#: A request kept from the plan: built whole, or a plain template's user message.
+Kept = ChatRequest | str
 
 #: A plain rubric's reading of an answer: ``(value, label, explanation, confidence)``.
 Plain = tuple[float, str, "str | None", "float | None"]
@@ -154,7 +167,7 @@ class TemplateKeys(NamedTuple):
     keys: RenderedKeys
     #: The request built for the record checked, and its user message as rendered.
     request: ChatRequest
-    render: Callable[[Mapping[str, Any]], str]
+    render: Render
     prompt: str
 
 
@@ -198,8 +211,12 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         prepared: Sequence[Prepared],
         progress: ProgressFn | None = None,
         checked: Mapping[int, TemplateKeys] | None = None,
+        kept: dict[str, Kept] | None = None,
     ) -> None:
         self.progress: ProgressFn = progress or _silent
+        # The requests rendered for their keys and kept to be sent (KEEP_RENDERED at
+        # most; those of a share read as columns arrive with ``kept``).
+        self._kept: dict[str, Kept] = {} if kept is None else kept
         # Per share (by id), the template keys its rows were already keyed by (read as
         # columns): checked once, on the first row, not again on the first record.
         self._checked = checked or {}
@@ -212,7 +229,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         self._readers: dict[int, Reader] = {}
         # Per share (by id) planned from its renderer: how its requests are built when
         # sent, from the text its keys were hashed from (see _plan_rendered).
-        self._senders: dict[int, Callable[[Mapping[str, Any]], ChatRequest]] = {}
+        self._senders: dict[int, tuple[Callable[[str], ChatRequest], Render]] = {}
         for share in prepared:
             judge = share.judge.chat_endpoint
             if judge is None:
@@ -235,12 +252,22 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                 waiting = self._waiting.get(key)
                 if waiting is None:
                     waiting = self._waiting[key] = []
+                    if len(self._kept) < KEEP_RENDERED:
+                        self._kept[key] = request  # sent as rendered here
                     # The shape holds the schema, so its id is not reused meanwhile.
                     ident = (id(judge), id(request.schema), request.schema_name,
                              request.label_field, request.choices)  # fmt: skip
                     pair = pairs.get(ident)
                     if pair is None:
-                        pair = pairs[ident] = (judge, _shape(request))
+                        pair = pairs[ident] = (
+                            judge,
+                            _shape(
+                                request.schema_name,
+                                request.schema,
+                                request.label_field,
+                                request.choices,
+                            ),
+                        )
                     self._asked[key] = pair
                 waiting.append((share, record))
 
@@ -272,13 +299,16 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         if template is None:
             return False
         keys, request, render = template.keys, template.request, template.render
-        self._senders[id(share)] = _sender(request, render)
+        self._senders[id(share)] = (_sender(request), render)
         ident = (id(judge), id(request.schema), request.schema_name,
                  request.label_field, request.choices)  # fmt: skip
         pair = pairs.get(ident)
         if pair is None:
-            pair = pairs[ident] = (judge, _shape(request))
-        waiting_of, asked = self._waiting, self._asked
+            pair = pairs[ident] = (
+                judge,
+                _shape(request.schema_name, request.schema, request.label_field, request.choices),
+            )
+        waiting_of, asked, kept = self._waiting, self._asked, self._kept
         checked = trusted = False
         for record, user in _bulk_prompts(share):
             fields = record.fields
@@ -304,6 +334,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             if waiting is None:
                 waiting_of[key] = [(share, record)]
                 asked[key] = pair
+                if user is not None and len(kept) < KEEP_RENDERED:
+                    kept[key] = user  # sent as rendered here
             else:
                 waiting.append((share, record))
         return True
@@ -326,15 +358,24 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         return self._asked[key][1]
 
     def request(self, key: str) -> ChatRequest:
-        """The request behind ``key``, rendered from the first record that asks it (by
-        the evaluator's plain renderer where it has one: :func:`_sender`)."""
+        """The request behind ``key``: as it was rendered to be keyed, where the plan
+        kept it (:data:`KEEP_RENDERED`), else rendered now from the first record that
+        asks it (by the evaluator's plain renderer where it has one: :func:`_sender`)."""
+        kept = self._kept.pop(key, None)
+        if isinstance(kept, ChatRequest):
+            return kept
         share, record = self._waiting[key][0]
+        sender = self._senders.get(id(share))
+        if sender is not None and kept is not None:
+            return sender[0](kept)
         if record.raw:
             ready(share.evaluator, record)
         fields = record.fields
         assert fields is not None, "a waiting record is never settled"
-        sender = self._senders.get(id(share))
-        return sender(fields) if sender is not None else share.evaluator.build_request(fields)
+        if sender is not None:
+            build, render = sender
+            return build(render(fields))
+        return share.evaluator.build_request(fields)
 
     def requests(self, keys: Sequence[str]) -> Requests:
         """The requests of ``keys`` for an executor, each rendered only when it is taken
@@ -349,13 +390,14 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         out from the waiting records, 0.4 µs a key, rather than kept as a set of the missed
         keys: 10 MB in a cold run of 100,000 rows, where every key is one.)"""
         senders = self._senders
-        return [
-            key
-            for key, waiting in self._waiting.items()
-            if not any(
-                record.missed_key is not None and id(share) in senders for share, record in waiting
-            )
-        ]
+        unasked = []
+        for key, waiting in self._waiting.items():
+            for share, record in waiting:  # (usually one)
+                if record.missed_key is not None and id(share) in senders:
+                    break
+            else:
+                unasked.append(key)
+        return unasked
 
     def by_judge(self) -> list[tuple[Judge, list[str]]]:
         """The requests still unanswered, grouped by the judge that answers them: each
@@ -365,6 +407,12 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             judge = self._asked[key][0]
             groups.setdefault(id(judge), (judge, []))[1].append(key)
         return list(groups.values())
+
+    async def answer(self, executor: Executor, keys: Sequence[str]) -> None:
+        """Have ``executor`` answer ``keys`` (its judge's), and take each outcome as it
+        comes: the executor sends and reports, the plan alone writes what came back."""
+        async for key, outcome in executor.outcomes(self.requests(keys)):
+            self.receive(key, outcome)
 
     def receive_cached(self, hits: Mapping[str, Any]) -> int:
         """Take the cache's entries for their keys, read as a fresh answer is
@@ -392,6 +440,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
         share's :class:`Reader`). The request leaves the plan (a long run's plan shrinks
         as results grow)."""
         self._asked.pop(key, None)
+        self._kept.pop(key, None)
         readers = self._readers
         for share, record in self._waiting.pop(key, ()):
             readers[id(share)].take(record, outcome)
@@ -400,20 +449,18 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                 record.report(progress or self.progress)
 
 
-def _sender(
-    template: ChatRequest, render: Callable[[Mapping[str, Any]], str]
-) -> Callable[[Mapping[str, Any]], ChatRequest]:
-    """A function building a share's requests as ``build_request`` builds them: the
-    ``template`` request's other messages, schema and extras, and the user message
-    ``render`` gives (checked by :meth:`ChatPlan._plan_rendered` on the first record,
-    through the key both hash to)."""
+def _sender(template: ChatRequest) -> Callable[[str], ChatRequest]:
+    """A function building a share's requests as ``build_request`` builds them, from the
+    user message's text: the ``template`` request's other messages, schema and extras
+    (checked by :meth:`ChatPlan._plan_rendered` on the first record, through the key both
+    hash to)."""
     before, extra = template.messages[:-1], template.extra
     name, schema = template.schema_name, template.schema
     label_field, choices = template.label_field, template.choices
 
-    def build(fields: Mapping[str, Any]) -> ChatRequest:
+    def build(user: str) -> ChatRequest:
         messages = [dict(message) for message in before]
-        messages.append({"role": "user", "content": render(fields)})
+        messages.append({"role": "user", "content": user})
         return ChatRequest(messages, name, schema, label_field, choices, dict(extra))
 
     return build
@@ -436,10 +483,11 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
         yield from zip(part, prompts if prompts is not None else [None] * len(part))
 
 
-def _shape(request: ChatRequest) -> ChatRequest:
-    return ChatRequest(
-        [], request.schema_name, request.schema, request.label_field, request.choices
-    )
+def _shape(
+    name: str, schema: dict[str, Any], label_field: str | None, choices: tuple[str, ...]
+) -> ChatRequest:
+    """What reading an answer needs: a request's schema and labels, without messages."""
+    return ChatRequest([], name, schema, label_field, choices)
 
 
 def _silent(rows: int, kind: str) -> None:
@@ -452,6 +500,7 @@ def read_cached(
     progress: ProgressFn,
     read: set[str],
     odd: dict[str, Any] | None = None,
+    kept: dict[str, Kept] | None = None,
 ) -> TemplateKeys | None:
     """Write the cached answers of ``share``'s unbuilt rows that a plain rubric reads into
     :attr:`Prepared.answered <framekit.engine.prepare.Prepared.answered>`, and build the
@@ -460,13 +509,16 @@ def read_cached(
     unkeyed, and the plan asks for them again). Where anything is not as the bulk reading
     assumes, every record is built and nothing is read here. Returns the share's
     :class:`~framekit.engine.keys.TemplateKeys` where its rows were keyed by them (the
-    plan keys the records left with the same, checked once)."""
+    plan keys the records left with the same, checked once). ``kept`` gains the user
+    messages of the first keys missed (:data:`KEEP_RENDERED` in all), to be sent as
+    rendered here."""
     weights, distinct = share.unbuilt, share.distinct
     reading = _reading(share) if cache.enabled else None
     if reading is None or weights is None or distinct is None:
         share.build_records()
         return None
-    keys = _keys(share, reading)
+    texts: dict[str, str] = {}
+    keys = _keys(share, reading, texts, KEEP_RENDERED - len(kept) if kept is not None else 0)
     if keys is None:
         share.build_records()  # polars's text is not the renderer's: nothing read
         return None
@@ -495,6 +547,8 @@ def read_cached(
             twins_read += weights[i]
     if twins_read:
         progress(twins_read, "cached")
+    if kept is not None:  # the prompts of the keys the cache did not answer
+        kept.update((key, text) for key, text in texts.items() if key not in read)
     answered.count(weights)
     if answered.rows:  # (a cold run reads none: its records are built as they would have been)
         share.answered = answered
@@ -541,11 +595,13 @@ def _read_found(
     return rows
 
 
-def _keys(share: Prepared, reading: tuple[TemplateKeys, Reader]) -> list[str | None] | None:
+def _keys(
+    share: Prepared, reading: tuple[TemplateKeys, Reader], texts: dict[str, str], keep: int
+) -> list[str | None] | None:
     """The cache key of each of ``share``'s distinct rows, rendered by polars
     :data:`RENDER_SLICE` rows at a time (``None``: a row whose text polars leaves to the
     renderer, keyed by the plan from its record); ``None`` when polars's first prompt is
-    not the renderer's."""
+    not the renderer's. ``texts`` gains the first ``keep`` prompts by key."""
     keyed, first_prompt = reading[0].keys, reading[0].prompt
     column = share.evaluator.prompt_column  # type: ignore[attr-defined]
     distinct = share.distinct
@@ -570,6 +626,13 @@ def _keys(share: Prepared, reading: tuple[TemplateKeys, Reader]) -> list[str | N
                 keys.extend([None] * rows.height)
             else:
                 keys.extend([keyed(user) if user is not None else None for user in prompts])
+                if len(texts) < keep:
+                    part = keys[-len(prompts) :]
+                    texts.update(
+                        (key, user)
+                        for key, user in zip(part[: keep - len(texts)], prompts)
+                        if key is not None and user is not None
+                    )
     return keys
 
 
@@ -638,12 +701,13 @@ async def _run_judges(
         read: set[str] = set()  # the keys answered as columns
         odd: dict[str, Any] = {}  # entries found there, read here the general way
         checked: dict[int, TemplateKeys] = {}
+        kept: dict[str, Kept] = {}  # the first prompts rendered, to be sent as they are
         for share in prepared:
             if share.unbuilt is not None:
-                template = read_cached(share, cache, report, read, odd)
+                template = read_cached(share, cache, report, read, odd, kept)
                 if template is not None:
                     checked[id(share)] = template
-        plan = ChatPlan(prepared, report, checked)
+        plan = ChatPlan(prepared, report, checked, kept)
         # A key one share read as columns and another asks again (it reads the answer
         # otherwise) is one request, and one hit.
         again = sum(1 for key in plan if key in read) if read else 0
@@ -668,17 +732,16 @@ async def _run_judges(
         await ready_likelihood(likelihood)
     limiter_of = limiter_for or (lambda judge: None)
 
-    async def answer(judge: Judge, keys: list[str]) -> None:
-        executor = (
-            BatchExecutor(judge, cache, stats, show, limiter_of(judge))
-            if judge.batch
-            else ChatExecutor(judge, cache, stats, limiter_of(judge))
-        )
-        # The executor sends and reports; the plan alone writes what came back.
-        async for key, outcome in executor.outcomes(plan.requests(keys)):
-            plan.receive(key, outcome)
+    def executor(judge: Judge) -> Executor:
+        limiter = limiter_of(judge)
+        if judge.batch:
+            return BatchExecutor(judge, cache, stats, show, limiter)
+        return ChatExecutor(judge, cache, stats, limiter)
 
-    await asyncio.gather(*(answer(judge, keys) for judge, keys in pending))
+    answering = []
+    for judge, keys in pending:  # each judge under its own limits, all at once
+        answering.append(plan.answer(executor(judge), keys))
+    await asyncio.gather(*answering)
     if likelihood:
         await likelihood_stage(likelihood, cache, stats, show)
         # What the likelihood stage left (records kept for the embedding proxy) is
