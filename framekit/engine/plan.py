@@ -254,21 +254,10 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                     waiting = self._waiting[key] = []
                     if len(self._kept) < KEEP_RENDERED:
                         self._kept[key] = request  # sent as rendered here
-                    # The shape holds the schema, so its id is not reused meanwhile.
-                    ident = (id(judge), id(request.schema), request.schema_name,
-                             request.label_field, request.choices)  # fmt: skip
-                    pair = pairs.get(ident)
-                    if pair is None:
-                        pair = pairs[ident] = (
-                            judge,
-                            _shape(
-                                request.schema_name,
-                                request.schema,
-                                request.label_field,
-                                request.choices,
-                            ),
-                        )
-                    self._asked[key] = pair
+                    self._asked[key] = _pair(
+                        pairs, judge, request.schema_name, request.schema,
+                        request.label_field, request.choices,
+                    )  # fmt: skip
                 waiting.append((share, record))
 
     def _plan_rendered(
@@ -300,14 +289,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             return False
         keys, request, render = template.keys, template.request, template.render
         self._senders[id(share)] = (_sender(request), render)
-        ident = (id(judge), id(request.schema), request.schema_name,
-                 request.label_field, request.choices)  # fmt: skip
-        pair = pairs.get(ident)
-        if pair is None:
-            pair = pairs[ident] = (
-                judge,
-                _shape(request.schema_name, request.schema, request.label_field, request.choices),
-            )
+        pair = _pair(pairs, judge, request.schema_name, request.schema, request.label_field,
+                     request.choices)  # fmt: skip
         waiting_of, asked, kept = self._waiting, self._asked, self._kept
         checked = trusted = False
         for record, user in _bulk_prompts(share):
@@ -483,11 +466,22 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
         yield from zip(part, prompts if prompts is not None else [None] * len(part))
 
 
-def _shape(
-    name: str, schema: dict[str, Any], label_field: str | None, choices: tuple[str, ...]
-) -> ChatRequest:
-    """What reading an answer needs: a request's schema and labels, without messages."""
-    return ChatRequest([], name, schema, label_field, choices)
+def _pair(
+    pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]],
+    judge: Judge,
+    name: str,
+    schema: dict[str, Any],
+    label_field: str | None,
+    choices: tuple[str, ...],
+) -> tuple[Judge, ChatRequest]:
+    """Who answers a key and what reading its answer needs (the request's schema and
+    labels, without messages): one pair shared by every key of an evaluator and judge."""
+    # The shape holds the schema, so its id is not reused meanwhile.
+    ident = (id(judge), id(schema), name, label_field, choices)
+    pair = pairs.get(ident)
+    if pair is None:
+        pair = pairs[ident] = (judge, ChatRequest([], name, schema, label_field, choices))
+    return pair
 
 
 def _silent(rows: int, kind: str) -> None:
