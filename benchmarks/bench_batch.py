@@ -71,7 +71,7 @@ class Lines:
         self.plan_mb = 0.0
 
     def __iter__(self) -> Iterator[tuple[str, list[dict[str, Any]], Any]]:
-        from framekit.engine.planner import ChatPlan
+        from framekit.engine.plan import ChatPlan
         from framekit.engine.prepare import prepare
         from framekit.evaluators import RetrievalRelevance
         from framekit.judges.resolve import JudgeResolver

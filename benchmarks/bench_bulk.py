@@ -62,7 +62,7 @@ import framekit as fk  # noqa: E402
 from benchmarks._common import RESULTS, write_results  # noqa: E402
 from framekit._errors import BatchPending  # noqa: E402
 from framekit.engine.cache import Cache  # noqa: E402
-from framekit.engine.planner import ChatPlan  # noqa: E402
+from framekit.engine.plan import ChatPlan  # noqa: E402
 from framekit.engine.prepare import prepare  # noqa: E402
 from framekit.evaluators import RetrievalRelevance  # noqa: E402
 from framekit.judges.resolve import JudgeResolver  # noqa: E402

@@ -118,7 +118,7 @@ class Record:
     #: anything else reads it.
     raw: bool = False
     #: Its request's cache key, where it was looked up before the plan and not read
-    #: there (:mod:`framekit.engine.cached_columns`: no entry, or one handed to the plan
+    #: there (:func:`framekit.engine.plan.read_cached`: no entry, or one handed to the plan
     #: to read the general way): the plan keys it so and does not ask the cache again.
     missed_key: str | None = None
 
@@ -139,6 +139,30 @@ class Record:
         """Scored without any call: no tokens, no cost, no wait."""
         self.tokens, self.cost_usd, self.cached = 0, 0.0, False
 
+    def start_stages(self) -> None:
+        """Asked stage by stage (a cascade): its costs are running totals, nothing spent
+        yet, and cached until a stage pays (:meth:`add_stage`)."""
+        self.tokens, self.cost_usd, self.latency_s, self.cached = 0, None, 0.0, True
+
+    def add_stage(self, stage: Record) -> None:
+        """What ``stage`` (this record asked of one stage's judge) cost, added to the
+        running totals: an escalated row is paid at every stage, and cached only when
+        every stage answered from the cache."""
+        self.tokens = (self.tokens or 0) + (stage.tokens or 0)
+        if stage.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + stage.cost_usd
+        self.latency_s = (self.latency_s or 0.0) + (stage.latency_s or 0.0)
+        self.cached = bool(self.cached) and bool(stage.cached)
+
+    def take(self, stage: Record, judge: str) -> None:
+        """``stage``'s result (its verdict or its error) becomes this record's, decided by
+        ``judge`` (named only for a verdict); nothing more to ask."""
+        self.value, self.label, self.explanation = stage.value, stage.label, stage.explanation
+        self.confidence, self.weighted = stage.confidence, stage.weighted
+        self.error = stage.error
+        self.judge = judge if stage.error is None else None
+        self.fields = self.answer = None
+
     def report(self, progress: ProgressFn) -> None:
         """Count this record's rows on the progress display, once, as what it came to."""
         if not self.reported:
@@ -150,7 +174,7 @@ class Record:
 @dataclass(slots=True, eq=False)
 class Answered:
     """Cached answers of a share's distinct rows, read as columns rather than into a
-    :class:`Record` each (:mod:`framekit.engine.cached_columns`): entry ``i`` is distinct
+    :class:`Record` each (:func:`framekit.engine.plan.read_cached`): entry ``i`` is distinct
     row ``i``'s result; ``None`` in ``label`` marks a row answered otherwise, whose record
     holds its result (:attr:`Prepared.record_rows
     <framekit.engine.prepare.Prepared.record_rows>`). Every answered row was read from the

@@ -2,7 +2,7 @@
 
 The entry layer of a run: a frame in (:mod:`framekit._frames`), its rows prepared per
 evaluator (:mod:`framekit.engine.prepare`), settled by the engine
-(:func:`framekit.engine.planner.run`), and their results appended as the typed columns of
+(:func:`framekit.engine.plan.run`), and their results appended as the typed columns of
 the contract (:mod:`framekit._result_columns`), in the kind of frame that came in. Also
 one record scored the same way (:func:`ascore_record`), which ``Evaluator.score`` reaches
 through the scorer the package installs (see :mod:`framekit._record_scorer`).
@@ -37,7 +37,7 @@ from framekit.engine import savings
 from framekit.engine.budget import check_priced, current_budget, rows_left, spending_limit
 from framekit.engine.cache import Cache, resolve_cache
 from framekit.engine.mapping import MappingValue
-from framekit.engine.planner import LimiterFor, run
+from framekit.engine.plan import LimiterFor, run
 from framekit.engine.prepare import (
     Prepared,
     prepare,
@@ -182,7 +182,8 @@ async def evaluate_with_stats(
     frame_in: FrameIn = to_polars(df)
     frame = frame_in.frame
     new_cols = result_columns(evs, details)
-    clash = [c for c in new_cols if c in frame.columns]
+    present = set(frame.columns)
+    clash = [c for c in new_cols if c in present]
     if clash and not overwrite:
         raise InputError(
             f"result column {clash[0]!r} already exists; pass overwrite=True to replace it"

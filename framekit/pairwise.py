@@ -31,7 +31,8 @@ from framekit._progress import RunProgress
 from framekit._results import ProgressFn
 from framekit.analysis._pairs import position_bias
 from framekit.engine.cache import Cache
-from framekit.engine.mapping import MappingValue, resolve_mapping
+from framekit.engine.mapping import MappingValue
+from framekit.engine.prepare import resolved_fields
 from framekit.engine.stats import RunStats, record_last
 from framekit.evaluate import OnError, evaluate_with_stats, warn_if_all_failed
 from framekit.evaluators.base import Evaluator, check_evaluators
@@ -188,7 +189,7 @@ async def aevaluate_pairwise(
     frame_in = to_polars(df)
     frame = frame_in.frame
     keys = _key_columns(frame, by, on)
-    fields = resolve_mapping(frame, mapping, set(_FIELDS))
+    fields = resolved_fields(frame, mapping, set(_FIELDS))
     if "input" not in fields.columns:
         raise MappingError(
             "evaluate_pairwise needs field 'input' (the request both answers are for); "

@@ -1,4 +1,4 @@
-"""A cached re-run read as columns (framekit.engine.cached_columns) gives what the
+"""A cached re-run read as columns (framekit.engine.plan.read_cached) gives what the
 record-by-record path gave.
 
 When every row of a share is vouched for and asked by a plain template, its records are

@@ -106,6 +106,7 @@ def old_path(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setattr(RubricEvaluator, "plain_verdicts", lambda self: None)
         for kind in (RubricEvaluator, _ContextEvaluator):  # every record prepared first
             monkeypatch.setattr(kind, "prepared_as_given", lambda self, frame: None)
+            monkeypatch.setattr(kind, "given_rows", lambda self, schema: None)
 
     return apply
 

@@ -59,10 +59,10 @@ def test_the_import_contract_holds(tree_copy: Path) -> None:
 
 def test_an_upward_import_breaks_the_contract(tree_copy: Path) -> None:
     # The column contract is a shared basic: it must not reach up into the engine.
-    _add_line(tree_copy / "framekit" / "_result_columns.py", "import framekit.engine.planner")
+    _add_line(tree_copy / "framekit" / "_result_columns.py", "import framekit.engine.plan")
     result = _lint_imports(tree_copy)
     assert result.returncode != 0
-    assert "framekit._result_columns -> framekit.engine.planner" in result.stdout
+    assert "framekit._result_columns -> framekit.engine.plan" in result.stdout
 
 
 def test_a_cycle_inside_a_package_breaks_the_contract(tree_copy: Path) -> None:
@@ -161,7 +161,7 @@ def test_a_classification_evaluator_is_a_rubric_built_through_its_base() -> None
         "framekit.cli.main",
         "framekit.engine.cache_table",
         "framekit.engine.cache_values",
-        "framekit.engine.cached_columns",
+        "framekit.engine.plan",
         "framekit.engine.keys",
         "framekit.evaluators._message_template",
         "framekit.evaluators.registry",
@@ -508,8 +508,8 @@ def test_a_circle_closed_by_a_type_checking_import_is_found(tree_copy: Path) -> 
     _add_line(
         tree_copy / "framekit" / "_errors.py",
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-        "    from framekit.engine.planner import ChatPlan",
+        "    from framekit.engine.plan import ChatPlan",
     )
     circles = _import_circles(tree_copy)
     assert len(circles) == 1
-    assert {"framekit._errors", "framekit.engine.planner"} <= set(circles[0])
+    assert {"framekit._errors", "framekit.engine.plan"} <= set(circles[0])

@@ -15,9 +15,11 @@ import polars as pl
 import pytest
 
 import framekit as fk
+from framekit.engine import plan as plan_module
 from framekit.engine import prepare as prepare_module
 from framekit.engine.cache import Cache
-from framekit.engine.keys import chat_key, chat_prefix, template_keys
+from framekit.engine.keys import chat_key, chat_prefix
+from framekit.engine.plan import template_keys
 from framekit.evaluators import Coherence, _prompt
 from tests.helpers import sim_judge
 from tests.test_columnar_plan import MAPPING, evaluators
@@ -141,7 +143,7 @@ def test_a_run_asks_the_cache_once_per_key_and_renders_each_prompt_once(
     templates = evaluators()[:3]  # plain templates: keyed from polars's prompt column
     evs = [*templates, Coherence()]  # Coherence: its own build_request
     asked, rendered = _counting(monkeypatch)
-    for run, sent in (("cold", 1), ("cached", 0)):
+    for run in ("cold", "cached"):
         asked.clear()
         rendered.clear()
         fk.evaluate_dataframe(
@@ -152,18 +154,48 @@ def test_a_run_asks_the_cache_once_per_key_and_renders_each_prompt_once(
         assert set(asked) == written, run  # every key of the run asked ...
         assert set(asked.values()) == {1}, (run, asked.most_common(3))  # ... once
         assert len(rendered) == 20 * len(evs), run
-        # Each prompt is rendered once to be keyed; a request sent is rendered again from
-        # its record when it goes out (the plan keeps keys, not every prompt of the run:
-        # see ChatPlan). A plain template's first row is rendered by its three renderers
-        # (polars's column, the renderer, build_request), once each: they are checked
-        # against each other there, once per share.
-        checked = {text for text, n in rendered.items() if n != 1 + sent}
+        # Each prompt is rendered once, to be keyed, and sent as it was rendered then
+        # (the plan keeps the first KEEP_RENDERED requests it renders: all of them here).
+        # A plain template's first row is rendered by its three renderers (polars's
+        # column, the renderer, build_request), once each: they are checked against each
+        # other there, once per share.
+        checked = {text for text, n in rendered.items() if n != 1}
         assert len(checked) == len(templates), (run, rendered.most_common(5))
-        assert all("item 0?" in text and rendered[text] == 3 + sent for text in checked), run
-        assert {n for text, n in rendered.items() if text not in checked} == {1 + sent}, run
+        assert all("item 0?" in text and rendered[text] == 3 for text in checked), run
+        assert {n for text, n in rendered.items() if text not in checked} == {1}, run
     assert judge_simulator.stats()["chat"] == 20 * len(evs)  # and the re-run sent nothing
 
 
 def _keys(path) -> set[str]:
     with diskcache.Cache(str(path)) as store:
         return {k for k in store.iterkeys() if str(k).startswith("chat:")}
+
+
+@pytest.mark.parametrize("columns", [True, False], ids=["read-as-columns", "record-by-record"])
+def test_requests_past_the_kept_window_are_rendered_again_when_sent(
+    judge_simulator, tmp_path, monkeypatch, columns
+) -> None:
+    # The plan keeps the requests it rendered for the first KEEP_RENDERED keys only (a
+    # 100,000-row cold run would otherwise hold every prompt): the others are rendered
+    # again from their record just before they are sent, and the cache is still asked
+    # once per key.
+    if not columns:
+        monkeypatch.setattr(prepare_module, "_unbuilt", lambda *args: False)
+    monkeypatch.setattr(plan_module, "KEEP_RENDERED", 5)
+    judge = sim_judge(judge_simulator)
+    df = pl.DataFrame(
+        {
+            "question": [f"What is item {i}?" for i in range(12)],
+            "docs": [[f"Item {i} is a thing."] for i in range(12)],
+        }
+    )
+    ev = evaluators()[0]  # a plain template
+    asked, rendered = _counting(monkeypatch)
+    fk.evaluate_dataframe(df, [ev], MAPPING, judge=judge, cache=str(tmp_path), progress=False)
+    assert set(asked.values()) == {1}
+    first = {text for text in rendered if "item 0?" in text}
+    counts = sorted(n for text, n in rendered.items() if text not in first)
+    # (the first row: its three renderers' check, and kept)
+    assert [rendered[text] for text in first] == [3]
+    assert counts == [1] * 4 + [2] * 7, rendered.most_common(3)
+    assert judge_simulator.stats()["chat"] == 12

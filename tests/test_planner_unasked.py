@@ -1,6 +1,6 @@
 """The plan asks the cache only for keys it was not asked for before the plan.
 
-A share read as columns (``engine/cached_columns``) has asked the cache for all its keys
+A share read as columns (``engine/plan.read_cached``) has asked the cache for all its keys
 already; its records that missed wait under those keys (``Record.missed_key``). The plan
 then asks for every other key, and for none of those, whichever share planned it first.
 """
@@ -13,8 +13,7 @@ import polars as pl
 
 import framekit as fk
 from framekit.engine.cache import Cache
-from framekit.engine.cached_columns import read_cached
-from framekit.engine.planner import ChatPlan
+from framekit.engine.plan import ChatPlan, read_cached
 from framekit.engine.prepare import prepare
 from framekit.evaluators import RetrievalRelevance
 from framekit.judges.resolve import JudgeResolver

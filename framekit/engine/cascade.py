@@ -1,6 +1,6 @@
 """Cascades in a run: each stage an ordinary run of its judge over the rows still open.
 
-:func:`framekit.engine.planner.run` hands every share whose judge is a
+:func:`framekit.engine.plan.run` hands every share whose judge is a
 :class:`~framekit.judges.cascade.Cascade` to :func:`run_cascades`, which settles it stage
 by stage: stage 1 gets a copy of every record still to ask about, and the planner settles
 those copies as it would any record (cache, deduplication, the judge's rate limits, batch
@@ -10,9 +10,12 @@ stage decides what is left. Stages of every cascaded evaluator run together, one
 run per stage depth, so two evaluators escalating to the same judge share its limits and
 its deduplication. A run without a cascade never comes here.
 
-A record's tokens, cost and latency add up over the stages it went through (an escalated
-row is paid at every stage); ``cached`` is true only when every stage answered from the
-cache. Failures are counted once, on the verdicts that stand: a stage's failed call is
+Each stage's copies are settled by the plan's one reader (:class:`~framekit.engine.plan.Reader`),
+as any record is; a record takes the result of the stage that decides it
+(:meth:`Record.take <framekit._results.Record.take>`), and its tokens, cost and latency add
+up over the stages it went through (:meth:`Record.add_stage
+<framekit._results.Record.add_stage>`: an escalated row is paid at every stage); ``cached``
+is true only when every stage answered from the cache. Failures are counted once, on the verdicts that stand: a stage's failed call is
 escalated, not counted. What each stage did goes to :attr:`RunStats.stages
 <framekit.engine.stats.RunStats.stages>` (rows it got, rows it decided, requests, cost).
 """
@@ -107,7 +110,7 @@ class _Route:
         for record in self.share.records:
             if record.fields is not None:
                 self.open.append(record)
-                record.tokens, record.cost_usd, record.latency_s, record.cached = 0, None, 0.0, True
+                record.start_stages()
             else:
                 if record.error is None:
                     record.judge = first  # a verdict known without a call (empty retrieval)
@@ -134,11 +137,11 @@ class _Route:
         decided = failed = 0
         cost: float | None = None
         for record, copy in zip(self.open, self.copies, strict=True):
-            _add_costs(record, copy)
+            record.add_stage(copy)
             if copy.cost_usd is not None and not copy.cached:  # paid in this run
                 cost = (cost or 0.0) + copy.cost_usd
             if last or not escalates(copy.confidence, below[k], copy.error is None):
-                _decide(record, copy, name)
+                record.take(copy, name)
                 record.report(report)
                 decided += record.weight
                 failed += record.weight if copy.error is not None else 0
@@ -187,24 +190,6 @@ def _confidence_summary(route: _Route) -> dict[str, Any]:
     entry = last.confidence_summary()
     entry["method"] = "cascade: " + " -> ".join(m or "none" for m in route.methods)
     return entry
-
-
-def _add_costs(record: Record, copy: Record) -> None:
-    """What stage ``copy`` cost, added to ``record``'s running totals."""
-    record.tokens = (record.tokens or 0) + (copy.tokens or 0)
-    if copy.cost_usd is not None:
-        record.cost_usd = (record.cost_usd or 0.0) + copy.cost_usd
-    record.latency_s = (record.latency_s or 0.0) + (copy.latency_s or 0.0)
-    record.cached = bool(record.cached) and bool(copy.cached)
-
-
-def _decide(record: Record, copy: Record, judge: str) -> None:
-    """``copy``'s result (verdict or error) becomes ``record``'s; nothing more to ask."""
-    record.value, record.label, record.explanation = copy.value, copy.label, copy.explanation
-    record.confidence, record.weighted = copy.confidence, copy.weighted
-    record.error = copy.error
-    record.judge = judge if copy.error is None else None
-    record.fields = record.answer = None
 
 
 def _add(total: RunStats, stage: RunStats) -> None:

@@ -13,8 +13,6 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import polars as pl
-
 from framekit._results import Record
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
@@ -33,12 +31,29 @@ async def fit_to_context(
     """Cut the fields of over-long ``records`` (in place) to the judge's character
     budget, each with the note for its explanation (a cascade's: every stage's, so the
     smallest window decides). ``most``: no record has more characters of text than this
-    (:func:`most_text`), so none is measured when that always fits."""
+    (:func:`~framekit.engine.records.most_text`), so none is measured when that always fits."""
     for stage in judge.stages():
         # (The offline judge truncates to its model's 256 tokens by itself.)
         endpoint = stage.chat_endpoint
         if endpoint is not None:
             await _fit_to_window(records, endpoint, most)
+
+
+def needs_fitting(judge: Judge | LocalJudge | Cascade, most: int | None) -> bool:
+    """Whether any record of a share could exceed ``judge``'s window, told from the most
+    text a row holds (:func:`~framekit.engine.records.most_text`, read off whole columns;
+    ``None``: not known): only then are its records measured one by one.
+
+    Examples
+    --------
+    >>> needs_fitting(Judge("openai/gpt-4o-mini"), 300), needs_fitting(Judge("openai/x"), None)
+    (False, True)
+    """
+    return any(
+        stage.chat_endpoint is not None
+        and (stage.chat_endpoint.context_window or most is None or most > ALWAYS_FITS)
+        for stage in judge.stages()
+    )
 
 
 async def _fit_to_window(records: Sequence[Record], judge: Judge, most: int | None) -> None:
@@ -57,29 +72,6 @@ async def _fit_to_window(records: Sequence[Record], judge: Judge, most: int | No
     for record, size in zip(unsettled, sizes):
         if size > budget and record.fields is not None:
             record.note = fit_record(record.fields, budget) or record.note
-
-
-def most_text(columns: Mapping[str, pl.Series], names: Sequence[str]) -> int | None:
-    """At least as many characters as :func:`text_size` gives any row's ``names`` in
-    total, read off typed columns by polars (``None``: a column of another type).
-
-    Examples
-    --------
-    >>> most_text({"q": pl.Series(["ab", "abcd"]), "d": pl.Series([["x"], ["yy", "z"]])},
-    ...           ["q", "d"])
-    7
-    """
-    total = 0
-    for name in names:
-        column = columns[name]
-        if column.dtype == pl.String:
-            lengths = column.str.len_chars()
-        elif column.dtype == pl.List(pl.String):
-            lengths = column.list.eval(pl.element().str.len_chars()).list.sum()
-        else:
-            return None
-        total += int(lengths.max() or 0)  # type: ignore[arg-type]
-    return total
 
 
 def text_size(value: Any) -> int:

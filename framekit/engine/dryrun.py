@@ -2,8 +2,10 @@
 
 The dry run is a second reader of a real run's plan, not a copy of it: each frame is
 prepared exactly as for a run (:func:`framekit.engine.prepare.prepare`: the mapping,
-identical rows collapsed, records fitted to the context window) and the planner's own
-:class:`~framekit.engine.planner.ChatPlan` keys its chat requests as a real run does.
+identical rows collapsed, records fitted to the context window), the run's own
+:class:`~framekit.engine.plan.ChatPlan` keys its chat requests, and the plan hands them to
+executors that send nothing (:class:`DryExecutor`): what they are handed is what a run's
+executors would send.
 Distinct keys not already in the cache are the requests a real run sends (one each, when
 nothing is retried or re-asked), so the count matches ``RunStats.requests_sent`` of that
 run.
@@ -33,9 +35,10 @@ from framekit._errors import RecordError
 from framekit.engine.cache import Cache, NullCache, default_cache_dir
 from framekit.engine.cascade import planned_stages
 from framekit.engine.embeddings import embedding_key
+from framekit.engine.executor import Executor, Requests, Sink
 from framekit.engine.limiter import RateLimiter
 from framekit.engine.mapping import MappingValue
-from framekit.engine.planner import ChatPlan
+from framekit.engine.plan import ChatPlan
 from framekit.engine.prepare import Prepared, prepare
 from framekit.engine.sampling import sample_key
 from framekit.evaluators.base import Evaluator, check_evaluators
@@ -234,21 +237,16 @@ def plan_requests(
                 plan.cascades[share.evaluator.name] = cascade.expected_share
                 units += [([stage], reach) for stage, reach in planned_stages(share)]
         for shares, reach in units:
+            # The plan a run makes, walked with executors that send nothing.
             planned = ChatPlan(shares)
-            for key in planned:
-                if key not in chats:
-                    sender = planned.judge(key)
-                    messages = planned.request(key).messages
-                    chars = sum(len(str(m.get("content") or "")) for m in messages)
+            asked: dict[str, tuple[str, Judge, int]] = {}
+            run_sync(_walk(planned, asked))
+            for sub, (key, sender, chars) in asked.items():
+                if sub not in chats:
                     if id(sender) not in prices:
                         prices[id(sender)] = sender.pricing()
                     name = planned[key][0][0].evaluator.name
-                    entry = (name, sender, chars, prices[id(sender)], reach)
-                    # A sampled judge sends (and caches) each sample as a request of its own.
-                    samples = sender.samples
-                    subs = [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]
-                    for sub in subs:
-                        chats[sub] = entry
+                    chats[sub] = (name, sender, chars, prices[id(sender)], reach)
         for share in (s for shares, _ in units for s in shares):
             if share.judge.embeds_locally:  # the offline judge: texts, not requests
                 read = share.scores_likelihood
@@ -297,6 +295,30 @@ def plan_requests(
     if not plan.requests:
         plan.cost_known, plan.cost_usd = True, 0.0
     return plan
+
+
+class DryExecutor(Executor):
+    """An executor that sends nothing: it notes each request the plan hands it, as the
+    cache keys a run would ask (a sampled judge's samples each under its own key, as
+    :class:`~framekit.engine.executor.ChatExecutor` asks them), with the request's key
+    and its prompt's characters in ``asked``, and answers none (the records stay open)."""
+
+    def __init__(self, judge: Judge, asked: dict[str, tuple[str, Judge, int]]) -> None:
+        self.judge, self.asked = judge, asked
+
+    async def _drive(self, items: Requests, on_done: Sink) -> None:
+        samples = self.judge.samples
+        for key, request in items:
+            chars = sum(len(str(m.get("content") or "")) for m in request.messages)
+            subs = [sample_key(key, i) for i in range(samples)] if samples > 1 else [key]
+            for sub in subs:
+                self.asked[sub] = (key, self.judge, chars)
+
+
+async def _walk(plan: ChatPlan, asked: dict[str, tuple[str, Judge, int]]) -> None:
+    """Hand each judge's requests of ``plan`` to a :class:`DryExecutor`, in plan order."""
+    for judge, keys in plan.by_judge():
+        await plan.answer(DryExecutor(judge, asked), keys)
 
 
 def _uncached_texts(texts: list[str], judges: Iterable[Any], store: Cache) -> int:

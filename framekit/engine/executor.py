@@ -39,7 +39,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -262,15 +262,59 @@ def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
 Sink = Callable[[str, Outcome], None]
 
 
+class Requests:
+    """The requests an executor answers: their keys, and each request rendered only when
+    it is asked for (:meth:`request`: just before it is sent, so a run holds the prompts
+    in flight, not every prompt of its plan). Iterated, ``(key, request)`` pairs; a batch
+    reads :meth:`shapes` first, then the pairs.
+
+    Examples
+    --------
+    >>> asked = Requests.of([("k1", ChatRequest([], "v", {}))])
+    >>> list(asked.keys), asked.request("k1").schema_name
+    (['k1'], 'v')
+    """
+
+    def __init__(
+        self,
+        keys: Sequence[str],
+        render: Callable[[str], ChatRequest],
+        shape: Callable[[str], ChatRequest] | None = None,
+    ) -> None:
+        self.keys = keys
+        #: The request of a key, rendered now.
+        self.request = render
+        self._shape = shape or render
+
+    @classmethod
+    def of(cls, items: Iterable[tuple[str, ChatRequest]]) -> Requests:
+        """Requests already built, as ``(key, request)`` pairs."""
+        built = dict(items)
+        return cls(list(built), built.__getitem__)
+
+    def __iter__(self) -> Iterator[tuple[str, ChatRequest]]:
+        return ((key, self.request(key)) for key in self.keys)
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def shapes(self) -> Iterator[tuple[str, ChatRequest]]:
+        """``(key, shape)``: what reading each answer needs, without rendering a prompt."""
+        return ((key, self._shape(key)) for key in self.keys)
+
+
 class Executor:
     """What the planner asks of an executor: :meth:`outcomes`. A subclass sends in its
     own way (``_drive``) and hands each outcome to the sink it is given."""
 
-    def outcomes(self, items: Iterable[tuple[str, ChatRequest]]) -> AsyncIterator[Answered]:
-        """Answer every ``(key, request)``; ``(key, outcome)`` as each finishes."""
-        return stream(lambda sink: self._drive(items, sink))
+    def outcomes(
+        self, items: Requests | Iterable[tuple[str, ChatRequest]]
+    ) -> AsyncIterator[Answered]:
+        """Answer every request; ``(key, outcome)`` as each finishes."""
+        asked = items if isinstance(items, Requests) else Requests.of(items)
+        return stream(lambda sink: self._drive(asked, sink))
 
-    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+    async def _drive(self, items: Requests, on_done: Sink) -> None:
         raise NotImplementedError
 
 
@@ -321,7 +365,7 @@ class ChatExecutor(Executor):
         self._lookahead: LookAhead | None = None
         self._gate = Gate(judge, stats)  # the run's budget (engine/budget.py)
 
-    async def _drive(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+    async def _drive(self, items: Requests, on_done: Sink) -> None:
         self._loop = asyncio.get_running_loop()
         self._writes = GroupWriter(self.cache, self._written) if self.cache.writable else None
         try:
@@ -331,7 +375,7 @@ class ChatExecutor(Executor):
             if self._lookahead is not None:  # after the drain: every answer written
                 await self._lookahead.close()  # the claims of keys left unanswered go
 
-    async def _send_all(self, items: Iterable[tuple[str, ChatRequest]], on_done: Sink) -> None:
+    async def _send_all(self, items: Requests, on_done: Sink) -> None:
         self._transport = await self.judge.open()
         self.secrets = self.judge.secrets
         name = self._transport.name
@@ -344,7 +388,7 @@ class ChatExecutor(Executor):
         claims = claims_for(self.cache.path) if self.cache.writable else None
         self._claims = claims
         queue = self._lookahead = LookAhead(
-            items,
+            items.keys,
             self.cache,
             claims,
             self.limits.concurrency,
@@ -352,7 +396,7 @@ class ChatExecutor(Executor):
             stale=self._cache_changed,
         )
         workers = [
-            asyncio.create_task(self._worker(queue, on_done))
+            asyncio.create_task(self._worker(queue, items, on_done))
             for _ in range(self.limits.concurrency)
         ]
         sent_before = self.stats.requests_sent
@@ -384,11 +428,11 @@ class ChatExecutor(Executor):
             return True
         return claims.others_since(self._planned_at)
 
-    async def _worker(self, queue: LookAhead, on_done: Callable[[str, Outcome], None]) -> None:
+    async def _worker(self, queue: LookAhead, items: Requests, on_done: Sink) -> None:
         while (item := await queue.next()) is not None:
-            key, request, entry = item
+            key, entry = item
             if self.judge.samples > 1:
-                on_done(key, await self._sampled(key, request))
+                on_done(key, await self._sampled(key, items.request(key)))
                 continue
             cached = Outcome.from_entry(entry) if entry is not None else None
             if cached is not None:  # another run of this process answered it meanwhile
@@ -406,7 +450,8 @@ class ChatExecutor(Executor):
                     continue
             outcome, queued = None, False
             try:
-                outcome = await self.send(request, key)
+                # Rendered now, just before it is sent: only the prompts in flight are held.
+                outcome = await self.send(items.request(key), key)
                 if outcome.answer is not None:
                     queued = await self._save(key, outcome)
             finally:

@@ -1,21 +1,19 @@
 """How a chat request is keyed in the cache: one sha256 over who is asked and what.
 
 The key of a request hashes the judge's identity and the evaluator's template version
-(:func:`chat_prefix`), then its messages and its answer schema (:func:`chat_key`). The
-planner keys every request it plans with it; :class:`RenderedKeys` gives the same key
-from the text of the user message alone, for evaluators whose other messages are the same
-for every record (the planner's bulk loop, and a cached re-run read as columns:
-:mod:`framekit.engine.cached_columns`).
+(:func:`chat_prefix`), then its rendered messages and its answer schema (:func:`chat_key`).
+This module sees only what the plan (:mod:`framekit.engine.plan`, its one caller) has
+already rendered: messages, or the text of a user message (:class:`RenderedKeys`: the
+same key, for evaluators whose other messages are the same for every record).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from framekit._errors import RecordError
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest
@@ -83,39 +81,6 @@ class RenderedKeys:
         h = self.start.copy()
         h.update(_USER + user.encode("utf-8", "surrogatepass") + self.tail)
         return "chat:" + h.hexdigest()
-
-
-class TemplateKeys(NamedTuple):
-    """What keying an evaluator's requests from their user message needs (:func:`template_keys`)."""
-
-    keys: RenderedKeys
-    #: The request built for the record checked, and its user message as rendered.
-    request: ChatRequest
-    render: Callable[[Mapping[str, Any]], str]
-    prompt: str
-
-
-def template_keys(
-    evaluator: Evaluator, prefix: bytes, fields: Mapping[str, Any]
-) -> TemplateKeys | None:
-    """:class:`RenderedKeys` for ``evaluator``'s requests when its prompt is a plain
-    template (:meth:`RubricEvaluator.prompt_renderer
-    <framekit.evaluators.rubric.RubricEvaluator.prompt_renderer>`), checked on one record's
-    ``fields``: the request built for it must hash as its other messages then the rendered
-    one. ``None`` for any other evaluator, or when that record's request cannot be built."""
-    renderer = getattr(evaluator, "prompt_renderer", None)
-    render = renderer() if renderer is not None else None
-    if render is None:
-        return None
-    try:
-        request = evaluator.build_request(fields)
-        prompt = render(fields)
-    except RecordError:
-        return None
-    keys = RenderedKeys(prefix, request)
-    if keys(prompt) != chat_key(prefix, request):
-        return None
-    return TemplateKeys(keys, request, render, prompt)
 
 
 #: (prefix, role, content) of a first message -> the hash state after it.

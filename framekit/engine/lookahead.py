@@ -28,18 +28,18 @@ from typing import Any
 
 from framekit.engine.cache import Cache
 from framekit.engine.claims import POLL_S, Claims
-from framekit.judges.request import ChatRequest
 
 #: Keys the cache is asked for (and claimed) at once just before they are sent: one query
 #: (and one claims transaction) per this many requests.
 LOOK_AHEAD = 32
 
-#: One request for a worker: its key, the request, and what the cache holds for it.
-Item = tuple[str, ChatRequest, Any]
+#: One request for a worker: its key, and what the cache holds for it.
+Item = tuple[str, Any]
 
 
 class LookAhead:
-    """The run's requests, each with the cache's entry for it as of just before sending.
+    """The run's request keys, each with the cache's entry for it as of just before
+    sending. It deals in keys only: the worker renders a request it is to send.
 
     ``size`` keys are looked up (and claimed, with ``claims``) at a time; ``lookup=False``
     hands requests out without either (a sampled judge looks up and asks each sample
@@ -50,7 +50,7 @@ class LookAhead:
 
     def __init__(
         self,
-        items: Iterable[tuple[str, ChatRequest]],
+        keys: Iterable[str],
         cache: Cache,
         claims: Claims | None,
         size: int,
@@ -63,7 +63,7 @@ class LookAhead:
         #: always ask again): where it has not, the plan's answer stands and the cache is
         #: not asked a second time for a key.
         self._stale = stale
-        self._items = self._looked_up(iter(items), max(1, min(LOOK_AHEAD, size)), lookup)
+        self._items = self._looked_up(iter(keys), max(1, min(LOOK_AHEAD, size)), lookup)
         self._back: deque[Item] = deque()  # set-aside keys, answered or now this run's
         self._aside: set[asyncio.Task[None]] = set()
         self._changed = asyncio.Event()
@@ -73,14 +73,13 @@ class LookAhead:
         self._claimed_lock = threading.Lock()
 
     def _looked_up(
-        self, items: Iterator[tuple[str, ChatRequest]], size: int, lookup: bool
-    ) -> Iterator[tuple[str, ChatRequest, Any, bool]]:
-        """``(key, request, entry, held)``, ``held`` meaning another process asks it."""
-        while chunk := list(itertools.islice(items, size)):
+        self, pending: Iterator[str], size: int, lookup: bool
+    ) -> Iterator[tuple[str, Any, bool]]:
+        """``(key, entry, held)``, ``held`` meaning another process asks it."""
+        while keys := list(itertools.islice(pending, size)):
             if not lookup:
-                yield from ((key, request, None, False) for key, request in chunk)
+                yield from ((key, None, False) for key in keys)
                 continue
-            keys = [key for key, _ in chunk]
             held: set[str] = set()
             claims = self.claims
             if claims is not None:
@@ -91,8 +90,8 @@ class LookAhead:
             found = self.cache.get_many(keys) if stale is None or stale() else {}
             if found and claims is not None:
                 self.release([key for key in found if key in self.claimed])
-            for key, request in chunk:
-                yield key, request, found.get(key), key in held
+            for key in keys:
+                yield key, found.get(key), key in held
 
     async def next(self) -> Item | None:
         """The next request for a worker; ``None`` once there is none left."""
@@ -101,17 +100,17 @@ class LookAhead:
                 return self._back.popleft()
             item = next(self._items, None)
             if item is not None:
-                key, request, entry, held = item
+                key, entry, held = item
                 if not held or entry is not None:  # (answered, not yet given up)
-                    return key, request, entry
-                self._aside.add(asyncio.create_task(self._wait_elsewhere(key, request)))
+                    return key, entry
+                self._aside.add(asyncio.create_task(self._wait_elsewhere(key)))
                 continue
             if not self._aside:
                 return None
             self._changed.clear()
             await self._changed.wait()
 
-    async def _wait_elsewhere(self, key: str, request: ChatRequest) -> None:
+    async def _wait_elsewhere(self, key: str) -> None:
         """Poll a key another process holds until its answer is in the cache, or the
         claim is given up or lapsed and this run takes it; then hand it back."""
         claims = self.claims
@@ -130,7 +129,7 @@ class LookAhead:
                 if entry is not None:
                     self.release([key])
                 break
-            self._back.append((key, request, entry))
+            self._back.append((key, entry))
         finally:
             # Out of the set before the workers wake (a done callback would run after
             # them): a worker finding nothing left must not wait for this task.

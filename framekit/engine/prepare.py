@@ -21,7 +21,7 @@ a frame the same way:
    only what it sends (:attr:`Record.raw <framekit._results.Record.raw>`). Where it vouches for every row of a plain
    template asked of an LLM judge, the records are not even built
    (:attr:`Prepared.unbuilt`): the cache is read into columns first
-   (:mod:`framekit.engine.cached_columns`), and only the rows it does not answer become
+   (:func:`framekit.engine.plan.read_cached`), and only the rows it does not answer become
    records.
 
 Problems with the mapping itself (a missing column, an unmapped required field) are
@@ -41,9 +41,14 @@ import polars as pl
 
 from framekit._errors import RecordError, one_line
 from framekit._results import Answered, Record, Verdict
-from framekit.engine.context_window import ALWAYS_FITS, fit_to_context, most_text
-from framekit.engine.mapping import MappingValue, resolve_mapping
-from framekit.engine.records import grouped_rows, records_of, ungrouped_rows
+from framekit.engine.context_window import ALWAYS_FITS, fit_to_context, needs_fitting
+from framekit.engine.mapping import (
+    MappingValue,
+    ResolvedFields,
+    computed_fields,
+    mapping_sources,
+)
+from framekit.engine.records import grouped_rows, most_text, records_of, ungrouped_rows
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
@@ -75,7 +80,7 @@ class Prepared:
     distinct: pl.DataFrame | None = None
     #: The weights of the distinct rows while their records are not built: every one was
     #: vouched for and is asked of a plain template, so a cached re-run may read their
-    #: answers as columns (:mod:`framekit.engine.cached_columns`) and build records only
+    #: answers as columns (:func:`framekit.engine.plan.read_cached`) and build records only
     #: for the rows the cache does not answer (:meth:`build_records`).
     unbuilt: list[int] | None = None
     #: The answers read as columns, where some were; ``records`` then hold the other
@@ -115,6 +120,14 @@ class Prepared:
             distinct = self.distinct = distinct[self.record_rows]
             weights = [weights[i] for i in self.record_rows]
         self.records = records_of(distinct, weights, raw=True)
+
+    def ready_waiting(self) -> None:
+        """Prepare the records still waiting as the mapping gave them (:attr:`Record.raw`):
+        the cache did not answer them, so they are sent (or planned) as prepared records."""
+        ev = self.evaluator
+        for record in self.records:
+            if record.raw and record.fields is not None:
+                ready(ev, record)
 
     def pending(self) -> list[Record]:
         """The records still to be asked about."""
@@ -216,7 +229,27 @@ def weigh(
     return replace(verdict, value=value, confidence=float(probabilities[label]))
 
 
-async def prepare(
+async def resolved_fields(
+    frame: pl.DataFrame, mapping: Mapping[str, MappingValue] | None, needed: set[str]
+) -> ResolvedFields:
+    """The columns of the ``needed`` fields of ``frame`` under ``mapping`` (checked by
+    :func:`~framekit.engine.mapping.mapping_sources`, from the column names alone)."""
+    sources = mapping_sources(frame.columns, mapping, needed)
+    # A field mapped to a column is that column; only an expression or a callable reads rows.
+    fields = ResolvedFields(
+        {
+            name: frame.get_column(source)
+            for name, source in sources.items()
+            if isinstance(source, str)
+        }  # fmt: skip
+    )
+    computed = {name: source for name, source in sources.items() if not isinstance(source, str)}
+    if computed:
+        fields.add(computed_fields(frame, computed))
+    return fields
+
+
+def prepare(
     frame: pl.DataFrame,
     evaluators: Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None,
@@ -227,8 +260,7 @@ async def prepare(
     Raises :class:`~framekit.MappingError` for a bad mapping or a required field without
     a source, naming the field, the evaluator and the available columns.
     """
-    needed = {f for ev in evaluators for f in ev.fields}
-    fields = resolve_mapping(frame, mapping, needed)
+    fields = resolved_fields(frame, mapping, {f for ev in evaluators for f in ev.fields})
     for ev in evaluators:
         ev.check_fields(fields.available, frame.columns)
     prepared = []
@@ -245,12 +277,15 @@ async def prepare(
                 records, inverse = ungrouped_rows(fields.columns, names, frame.height, row_errors)
             else:
                 weights, inverse, distinct = grouped
-                given = _vouched(ev, judge, distinct)
+                vouching = _vouched(ev, judge, distinct.schema)
+                if vouching is not None:  # (the evaluator saw names; polars reads the rows)
+                    given = distinct.select(vouching.alias("given")).to_series().to_list()
                 if given is not None and all(given) and _unbuilt(ev, judge, most):
                     prepared.append(Prepared(ev, judge, [], inverse, distinct, unbuilt=weights))
                     continue
                 records = records_of(distinct, weights)
-        await fit_to_context(records, judge, most)
+        if needs_fitting(judge, most):  # (a whole column's length said none can be too long)
+            await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
             for record, deferred in zip(records, given or [False] * len(records)):
@@ -290,17 +325,18 @@ async def prepare_one(
 
 
 def _vouched(
-    ev: Evaluator, judge: Judge | LocalJudge | Cascade, distinct: pl.DataFrame
-) -> list[bool] | None:
-    """Which distinct rows may wait to be prepared until their answer is not in the cache:
-    those the evaluator vouches for (:meth:`RubricEvaluator.prepared_as_given
-    <framekit.evaluators.rubric.RubricEvaluator.prepared_as_given>`), asked of one LLM
-    judge whose answers the planner reads in bulk; ``None`` for any other share.
-    Preparing was a quarter of a fully cached re-run's time."""
-    vouch = getattr(ev, "prepared_as_given", None)
+    ev: Evaluator, judge: Judge | LocalJudge | Cascade, schema: pl.Schema
+) -> pl.Expr | None:
+    """Which distinct rows may wait to be prepared until their answer is not in the cache,
+    as an expression over the distinct rows' columns (``schema``): those the evaluator
+    vouches for (:meth:`RubricEvaluator.given_rows
+    <framekit.evaluators.rubric.RubricEvaluator.given_rows>`), asked of one LLM judge
+    whose answers the plan reads in bulk; ``None`` for any other share. Preparing was a
+    quarter of a fully cached re-run's time."""
+    vouch = getattr(ev, "given_rows", None)
     if vouch is None or judge.chat_endpoint is None or embeds_answers(ev):
         return None
-    given: list[bool] | None = vouch(distinct)
+    given: pl.Expr | None = vouch(schema)
     return given
 
 
@@ -308,7 +344,7 @@ def _unbuilt(ev: Evaluator, judge: Judge | LocalJudge | Cascade, most: int | Non
     """Whether a share whose every distinct row is vouched for (:func:`_vouched`) may
     keep its records unbuilt (:attr:`Prepared.unbuilt`): none can need cutting to the
     judge's window (no window set, little text), and the evaluator's prompts are a plain
-    template polars renders, read by label (:mod:`framekit.engine.cached_columns` checks
+    template polars renders, read by label (:func:`framekit.engine.plan.read_cached` checks
     the rest)."""
     if most is None or most > ALWAYS_FITS:
         return False
@@ -329,15 +365,6 @@ def ready(ev: Evaluator, record: Record) -> None:
         assert record.fields is not None, f"{type(ev).__name__} vouched for a record it settles"
 
 
-def prepare_waiting(share: Prepared) -> None:
-    """Prepare the records of ``share`` still waiting as the mapping gave them: the cache
-    did not answer them, so they are sent (or planned) as prepared records."""
-    ev = share.evaluator
-    for record in share.records:
-        if record.raw and record.fields is not None:
-            ready(ev, record)
-
-
 def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None:
     """The evaluator's preparation of one record, in place: the record it will be asked
     about, or settled (its error; a verdict known without a judge). ``strict``: a record
@@ -351,7 +378,9 @@ def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None
             raise
         record.fail(str(exc))
         return
-    known = ev.known_verdict(ready)
+    # (asked only of an evaluator that can know one: the base class never does)
+    knows = type(ev).known_verdict is not Evaluator.known_verdict
+    known = ev.known_verdict(ready) if knows else None
     if known is None:
         record.fields = ready
         return

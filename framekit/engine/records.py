@@ -9,7 +9,7 @@ is grouped row by row (:func:`ungrouped_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,29 @@ def _hashable(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple((k, _hashable(v)) for k, v in value.items())
     return value
+
+
+def most_text(columns: Mapping[str, pl.Series], names: Sequence[str]) -> int | None:
+    """At least as many characters as :func:`~framekit.engine.context_window.text_size` gives any row's ``names`` in
+    total, read off typed columns by polars (``None``: a column of another type).
+
+    Examples
+    --------
+    >>> most_text({"q": pl.Series(["ab", "abcd"]), "d": pl.Series([["x"], ["yy", "z"]])},
+    ...           ["q", "d"])
+    7
+    """
+    total = 0
+    for name in names:
+        column = columns[name]
+        if column.dtype == pl.String:
+            lengths = column.str.len_chars()
+        elif column.dtype == pl.List(pl.String):
+            lengths = column.list.eval(pl.element().str.len_chars()).list.sum()
+        else:
+            return None
+        total += int(lengths.max() or 0)  # type: ignore[arg-type]
+    return total
 
 
 def distinct_records(

@@ -166,6 +166,71 @@ def as_text(value: Any) -> str:
         return str(value)
 
 
+def as_documents(value: Any) -> list[str]:
+    """A context field as a list of document texts (a string is one document)."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value] if value.strip() else []
+    if type(value) is list and not [v for v in value if type(v) is not str]:
+        return [v for v in value if v.strip()]  # the usual column: no text to render
+    if isinstance(value, Mapping):
+        return [as_text(value)]
+    try:
+        items = list(value)
+    except TypeError:
+        return [as_text(value)]
+    return [as_text(v) for v in items if v is not None and as_text(v).strip()]
+
+
+def field_texts(record: Mapping[str, Any]) -> dict[str, str]:
+    """The text of each field of a prepared record as it appears inside its data block:
+    documents numbered, a history one turn per paragraph, anything else as text."""
+    texts: dict[str, str] = {}
+    for field, value in record.items():
+        if value is None:
+            continue
+        if field == "context" or (field == "reference" and not isinstance(value, str)):
+            texts[field] = documents_text(as_documents(value))
+        elif field == "history":
+            texts[field] = history_text(value)
+        else:
+            texts[field] = as_text(value)
+    return texts
+
+
+def placeholder_blocks(
+    texts: Mapping[str, str], placeholder_fields: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The block of each placeholder of a template, from each field's text
+    (``placeholder_fields``: placeholder -> the field it shows; ``None``: each
+    placeholder names its field)."""
+    if not placeholder_fields:
+        return dict(texts)
+    return {ph: texts[f] for ph, f in placeholder_fields.items() if f in texts}
+
+
+def record_blocks(
+    record: Mapping[str, Any],
+    placeholder_fields: Mapping[str, str] | None,
+    leave_out: tuple[str, ...] = (),
+) -> tuple[dict[str, str], dict[str, str]]:
+    """What rendering one record's prompt needs, in one call: each field's text
+    (:func:`field_texts`, without the fields of ``leave_out``) and each placeholder's
+    block (:func:`placeholder_blocks`).
+
+    Examples
+    --------
+    >>> texts, blocks = record_blocks({"input": "Hi?", "output": None}, {"query": "input"})
+    >>> texts, blocks
+    ({'input': 'Hi?'}, {'query': 'Hi?'})
+    """
+    texts = field_texts(record)
+    for field in leave_out:
+        texts.pop(field, None)
+    return texts, placeholder_blocks(texts, placeholder_fields)
+
+
 def data_block(name: str, text: str) -> str:
     """One delimited block of untrusted text."""
     begin, end = _delimiters(name)

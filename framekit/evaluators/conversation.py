@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from framekit._errors import InputError, RecordError
 from framekit.evaluators import _message_template, _messages, _prompt
 from framekit.evaluators.base import Verdict
-from framekit.evaluators.rubric import RubricEvaluator, require_nonempty
+from framekit.evaluators.rubric import RubricEvaluator
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
@@ -75,9 +75,12 @@ class ConversationEvaluator(RubricEvaluator):
         super().check_fields(available, columns)
 
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
-        history = _messages.normalise_history(fields.get("history"))
-        turn = _messages.judged_turn(history, fields.get("input"), fields.get("output"))
-        record = {"input": turn.input, "output": turn.output, "history": turn.history}
+        history = fields.get("history")
+        record = {"input": fields.get("input"), "output": fields.get("output"), "history": None}
+        if history is not None:  # the judged turn is looked for only in a conversation
+            history = _messages.normalise_history(history)
+            turn = _messages.judged_turn(history, record["input"], record["output"])
+            record = {"input": turn.input, "output": turn.output, "history": turn.history}
         for field in self.required_fields:
             if record[field] is None:
                 hint = (
@@ -86,14 +89,15 @@ class ConversationEvaluator(RubricEvaluator):
                     else ""
                 )
                 raise RecordError(f"field {field!r} is null{hint}")
-            require_nonempty(record, field)
+            value = record[field]
+            if isinstance(value, str) and not value.strip():
+                raise RecordError(f"field {field!r} is empty")
         return record
 
     def build_request(self, record: Mapping[str, Any]) -> ChatRequest:
-        texts = self.field_texts(record)
-        if not self.include_inputs:
-            texts.pop("input", None)
-        blocks = self.placeholder_blocks(texts)
+        # Every text and block of the record in one call (a rubric's field_texts).
+        leave_out = () if self.include_inputs else ("input",)
+        texts, blocks = _prompt.record_blocks(record, self.placeholder_fields, leave_out)
         # Earlier turns go in front of the judged turn unless the template places them.
         history = None
         if "history" in texts and "history" not in (self.placeholder_fields or {}).values():

@@ -52,7 +52,7 @@ class _ContextEvaluator(RubricEvaluator):
         lowest = min(self.choices, key=lambda label: self.choices[label])
         return Verdict(self.choices[lowest], lowest, NO_DOCUMENTS)
 
-    def prepared_as_given(self, frame: pl.DataFrame) -> list[bool] | None:
+    def given_rows(self, schema: pl.Schema) -> pl.Expr | None:
         # What prepare and known_verdict pass, read off the columns: a request with a
         # letter or digit in it (so neither null nor blank) and a list of documents one
         # of which has one (so the retrieval is not empty). Anything else (whitespace
@@ -61,14 +61,14 @@ class _ContextEvaluator(RubricEvaluator):
         if (
             kind.prepare is not _ContextEvaluator.prepare
             or kind.known_verdict is not _ContextEvaluator.known_verdict
-            or frame.schema.get("input") != pl.String
-            or frame.schema.get("context") != pl.List(pl.String)
+            or schema.get("input") != pl.String
+            or schema.get("context") != pl.List(pl.String)
         ):
             return None
         text = "[0-9A-Za-z]"
         documents = pl.col("context").list.eval(pl.element().str.contains(text).fill_null(False))
         given = pl.col("input").str.contains(text).fill_null(False) & documents.list.any()
-        return frame.select(given.fill_null(False).alias("given")).to_series().to_list()
+        return given.fill_null(False)
 
     def local_texts(self, record: Mapping[str, Any]) -> list[str]:
         return [str(record["input"]), *record["context"]]

@@ -56,21 +56,8 @@ BRIEF_REASONING = "Brief reasoning that leads to the label."
 _MUSTACHE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 
-def as_documents(value: Any) -> list[str]:
-    """A context field as a list of document texts (a string is one document)."""
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value] if value.strip() else []
-    if type(value) is list and not [v for v in value if type(v) is not str]:
-        return [v for v in value if v.strip()]  # the usual column: no text to render
-    if isinstance(value, Mapping):
-        return [_prompt.as_text(value)]
-    try:
-        items = list(value)
-    except TypeError:
-        return [_prompt.as_text(value)]
-    return [_prompt.as_text(v) for v in items if v is not None and _prompt.as_text(v).strip()]
+#: A context field as a list of document texts (kept here under its old name).
+as_documents = _prompt.as_documents
 
 
 def _as_text(value: Any) -> str:
@@ -168,24 +155,12 @@ class RubricEvaluator(Evaluator):
 
     def placeholder_blocks(self, texts: Mapping[str, str]) -> dict[str, str]:
         """The block of each placeholder of the template, from each field's text."""
-        if not self.placeholder_fields:
-            return dict(texts)
-        return {ph: texts[f] for ph, f in self.placeholder_fields.items() if f in texts}
+        return _prompt.placeholder_blocks(texts, self.placeholder_fields)
 
     # -- prompt -----------------------------------------------------------------------
     def field_texts(self, record: Mapping[str, Any]) -> dict[str, str]:
         """The text of each field as it appears inside its data block."""
-        texts: dict[str, str] = {}
-        for field, value in record.items():
-            if value is None:
-                continue
-            if field == "context" or (field == "reference" and not isinstance(value, str)):
-                texts[field] = _prompt.documents_text(as_documents(value))
-            elif field == "history":
-                texts[field] = _prompt.history_text(value)
-            else:
-                texts[field] = _prompt.as_text(value)
-        return texts
+        return _prompt.field_texts(record)
 
     def answer_schema(self) -> dict[str, Any]:
         """The JSON schema of the judge's answer: explanation first, so it reasons first.
@@ -339,6 +314,7 @@ class RubricEvaluator(Evaluator):
         re-run then prepares only the records it must send. ``False`` only means "prepare
         it first" (the checks are conservative); ``None``: every record is prepared first
         (a class with its own ``prepare`` or ``known_verdict`` says otherwise itself).
+        The rows of :meth:`given_rows`, which the engine reads itself.
 
         Examples
         --------
@@ -348,18 +324,26 @@ class RubricEvaluator(Evaluator):
         >>> tone.prepared_as_given(pl.DataFrame({"output": ["Thanks!", None]}))
         [True, False]
         """
+        given = self.given_rows(frame.schema)
+        if given is None:
+            return None
+        return frame.select(given.alias("given")).to_series().to_list()
+
+    def given_rows(self, schema: pl.Schema) -> pl.Expr | None:
+        """:meth:`prepared_as_given` as a polars expression over columns of ``schema``
+        (``True`` for a row it vouches for), told from the names and types alone; ``None``
+        when no row is vouched for."""
         kind = type(self)
         if (
             kind.prepare is not Evaluator.prepare
             or kind.known_verdict is not Evaluator.known_verdict
         ):
             return None
-        if any(f not in frame.columns for f in self.required_fields):
+        if any(f not in schema for f in self.required_fields):
             return None
-        given = pl.all_horizontal(
+        return pl.all_horizontal(
             [pl.lit(True), *(pl.col(f).is_not_null() for f in self.required_fields)]
         )
-        return frame.select(given.alias("given")).to_series().to_list()
 
     def plain_verdicts(self) -> Mapping[str, float] | None:
         """Label -> score when a verdict is this class's plain reading of an answer (the

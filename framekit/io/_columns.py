@@ -8,7 +8,7 @@ import polars as pl
 
 from framekit._errors import InputError
 from framekit._result_columns import result_columns as _result_columns
-from framekit.engine.mapping import MappingValue, resolve_mapping
+from framekit.engine.mapping import MappingValue, computed_fields, mapping_sources
 from framekit.evaluators.base import COLUMN_ALIASES, FIELD_ALIASES, Evaluator
 
 
@@ -21,7 +21,7 @@ def needed_columns(
     column when a callable mapping needs the whole row."""
     wanted = {f for ev in evaluators for f in ev.fields}
     if mapping is None:
-        # As resolve_mapping: columns named like a field, or like an unambiguous alias.
+        # As mapping_sources: columns named like a field, or like an unambiguous alias.
         named = {c: FIELD_ALIASES[c] if c in COLUMN_ALIASES else c for c in schema}
         return [c for c in schema if named[c] in wanted]
     columns: set[str] = set()
@@ -54,9 +54,11 @@ def validate_inputs(
     before any file is written or any judge is called. Returns the clashing columns."""
     empty = pl.DataFrame(schema=schema)
     needed = {f for ev in evaluators for f in ev.fields}
-    resolved = resolve_mapping(empty, mapping, needed)
+    sources = mapping_sources(empty.columns, mapping, needed)
+    # An expression is tried on no rows: a bad one fails here, before anything is written.
+    computed_fields(empty, {n: s for n, s in sources.items() if isinstance(s, pl.Expr)})
     for ev in evaluators:
-        ev.check_fields(resolved.available, empty.columns)
+        ev.check_fields(set(sources), empty.columns)
     clash = [c for c in _result_columns(evaluators, details) if c in schema]
     if clash and not overwrite:
         raise InputError(
