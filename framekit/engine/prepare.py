@@ -229,7 +229,7 @@ def weigh(
     return replace(verdict, value=value, confidence=float(probabilities[label]))
 
 
-async def resolved_fields(
+def resolved_fields(
     frame: pl.DataFrame, mapping: Mapping[str, MappingValue] | None, needed: set[str]
 ) -> ResolvedFields:
     """The columns of the ``needed`` fields of ``frame`` under ``mapping`` (checked by
@@ -249,7 +249,7 @@ async def resolved_fields(
     return fields
 
 
-def prepare(
+async def prepare(
     frame: pl.DataFrame,
     evaluators: Sequence[Evaluator],
     mapping: Mapping[str, MappingValue] | None,
