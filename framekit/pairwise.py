@@ -31,6 +31,7 @@ from framekit._progress import RunProgress
 from framekit._results import ProgressFn
 from framekit.analysis._pairs import position_bias
 from framekit.engine.cache import Cache
+from framekit.engine.budget import spending_limit
 from framekit.engine.mapping import MappingValue
 from framekit.engine.prepare import resolved_fields
 from framekit.engine.stats import RunStats, record_last
@@ -72,6 +73,7 @@ def evaluate_pairwise(
     cache: Cache | str | bool | None = None,
     on_error: OnError = "record",
     progress: bool | ProgressFn = True,
+    max_cost_usd: float | None = None,
 ) -> Any:
     """Compare the groups of ``by`` head to head on every key of ``on``, each pair of
     answers judged in both orders.
@@ -97,7 +99,7 @@ def evaluate_pairwise(
     against
         A group: every other group is compared with it only (it is ``a`` in every pair).
         Default: every two groups (``a`` before ``b`` in sorted order).
-    cache, on_error, progress
+    cache, on_error, progress, max_cost_usd
         As for ``evaluate_dataframe``. With ``on_error="raise"``,
         :class:`~framekit.EvaluationFailed` holds the pairs frame.
 
@@ -159,6 +161,7 @@ def evaluate_pairwise(
             cache=cache,
             on_error=on_error,
             progress=progress,
+            max_cost_usd=max_cost_usd,
         )
     )
 
@@ -175,6 +178,7 @@ async def aevaluate_pairwise(
     cache: Cache | str | bool | None = None,
     on_error: OnError = "record",
     progress: bool | ProgressFn = True,
+    max_cost_usd: float | None = None,
 ) -> Any:
     """Awaitable :func:`evaluate_pairwise` (same parameters and result)."""
     if on_error not in ("record", "raise"):
@@ -211,15 +215,18 @@ async def aevaluate_pairwise(
     elif progress is not False and not callable(progress):
         raise InputError(f"progress must be True, False or a callable, got {progress!r}")
     try:
-        scored, stats = await evaluate_with_stats(
-            requests,
-            evs,
-            {f: f for f in _FIELDS if f in requests.columns},
-            judge=judge,
-            cache=cache,
-            progress=hook,
-            stats=stats,
-        )
+        # Both orders of every pair spend from one budget; a pair the budget left keeps
+        # the resumable error on the orders not asked.
+        with spending_limit(max_cost_usd):
+            scored, stats = await evaluate_with_stats(
+                requests,
+                evs,
+                {f: f for f in _FIELDS if f in requests.columns},
+                judge=judge,
+                cache=cache,
+                progress=hook,
+                stats=stats,
+            )
     except asyncio.CancelledError:
         record_last(stats)
         raise

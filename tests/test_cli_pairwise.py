@@ -105,3 +105,30 @@ def test_report_without_the_compared_file_shows_the_pairs_and_says_why_no_answer
     assert "not there" in report.stderr
     assert "offline local judge" in report.stdout
     assert "win matrix" in (tmp_path / "pairs.html").read_text()
+
+
+def test_pairwise_max_cost_exits_1_and_a_larger_budget_asks_exactly_the_rest(
+    tmp_path, judge_simulator
+):
+    runs(tmp_path / "runs.parquet", questions=10)  # 30 pairs, 60 requests
+    args = [
+        "pairwise", "runs.parquet", "-o", "pairs.parquet", "--by", "strategy",
+        "--on", "question_id", "--map", "input=question", "--map", "output=answer",
+        "--judge", "openai/sim", "--api-base", judge_simulator.api_base, "--cache", "cache",
+        "--concurrency", "2", "--price", "input=2,output=8", "-q",
+    ]  # fmt: skip
+    env = {"FRAMEKIT_API_KEY": API_KEY}
+    # Each request holds its prompt and 1,024 answer tokens (about $0.009) while in flight.
+    short = framekit(*args, "--max-cost", "0.05", cwd=tmp_path, env=env)
+    assert short.returncode == 1, short.stderr
+    assert "framekit: budget reached:" in short.stderr
+    sent = judge_simulator.stats()["chat"]
+    assert 0 < sent < 60
+    pairs = pl.read_parquet(tmp_path / "pairs.parquet")
+    unasked = pairs["preference_error"].str.contains("budget reached").fill_null(False)
+    assert 0 < int(unasked.sum()) < 30  # the pairs the budget left say so; the rest ranked
+
+    done = framekit(*args, "--max-cost", "5", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert judge_simulator.stats()["chat"] == 60  # exactly the orders left were asked
+    assert pl.read_parquet(tmp_path / "pairs.parquet")["preference_error"].null_count() == 30

@@ -15,6 +15,7 @@ from typing import Any
 from framekit._errors import InputError
 from framekit.cli.options import (
     ENV_HELP,
+    add_max_cost_argument,
     add_price_argument,
     cache_of,
     check_output,
@@ -95,6 +96,7 @@ def add_parser(sub: Any) -> None:
         help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
     )
     add_price_argument(cmd)
+    add_max_cost_argument(cmd)
     cmd.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
     cmd.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
     cmd.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
@@ -137,6 +139,7 @@ def run(args: argparse.Namespace) -> int:
             against=args.against,
             cache=cache_of(args),
             progress=not args.quiet,
+            max_cost_usd=args.max_cost,
         )
     from framekit.engine.stats import last_run
 
@@ -151,6 +154,11 @@ def run(args: argparse.Namespace) -> int:
         print(stats.summary(), file=sys.stderr)
     print_ranking(pairs, record, [ev.name for ev in evaluators])
     print(f"\nwrote {written}")
+    if stats.rows_left:
+        from framekit.engine.budget import budget_reached
+
+        print(budget_reached(stats, written), file=sys.stderr)
+        return 1
     errors = [pairs[f"{ev.name}_error"].null_count() == 0 for ev in evaluators]
     if pairs.height and all(errors):
         print(
