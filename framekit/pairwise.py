@@ -30,8 +30,8 @@ from framekit._frames import like_input, to_polars
 from framekit._progress import RunProgress
 from framekit._results import ProgressFn
 from framekit.analysis._pairs import position_bias
-from framekit.engine.cache import Cache
 from framekit.engine.budget import spending_limit
+from framekit.engine.cache import Cache
 from framekit.engine.mapping import MappingValue
 from framekit.engine.prepare import resolved_fields
 from framekit.engine.stats import RunStats, record_last
