@@ -25,6 +25,7 @@ from framekit.evaluators.base import (
 )
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest, answer_text
+from framekit.judges.shared_prefix import SHARED_UNTIL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -71,6 +72,11 @@ def as_documents(value: Any) -> list[str]:
     except TypeError:
         return [_prompt.as_text(value)]
     return [_prompt.as_text(v) for v in items if v is not None and _prompt.as_text(v).strip()]
+
+
+def shared_extra(shared_until: tuple[str, ...]) -> dict[str, Any]:
+    """``ChatRequest.extra`` of a request whose shared part ends at one of these lines."""
+    return {SHARED_UNTIL: shared_until} if shared_until else {}
 
 
 def _as_text(value: Any) -> str:
@@ -135,6 +141,9 @@ class RubricEvaluator(Evaluator):
             self.spec.extra.get("explanation_description", BRIEF_REASONING)
         )
         self.label_descriptions: dict[str, str] | None = None
+        #: The lines that end the part this version's requests share with other
+        #: evaluators of the row (a layout's, see ``templates/layouts.toml``; ``()``: none).
+        self.shared_until: tuple[str, ...] = tuple(self.spec.extra.get(SHARED_UNTIL, ()))  # type: ignore[call-overload]
         #: placeholder -> the field it shows (``None``: each placeholder names its field).
         self.placeholder_fields: dict[str, str] | None = None
         if prompt_template is not None:
@@ -165,6 +174,7 @@ class RubricEvaluator(Evaluator):
         self.placeholder_fields = {ph: _field_of(ph) for ph in read.names}
         self.prompt_template = read.text
         self.prompt_messages = read.messages if read.message_list else None
+        self.shared_until = ()  # a template of the user's own has no layout
 
     def placeholder_blocks(self, texts: Mapping[str, str]) -> dict[str, str]:
         """The block of each placeholder of the template, from each field's text."""
@@ -250,6 +260,7 @@ class RubricEvaluator(Evaluator):
             schema=self.answer_schema(),
             label_field="label",
             choices=tuple(self.choices),
+            extra=shared_extra(self.shared_until),
         )
 
     def prompt_renderer(self) -> Callable[[Mapping[str, Any]], str] | None:

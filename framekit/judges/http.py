@@ -202,8 +202,8 @@ class HttpTransport:
         )
 
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
-        if mode == "prompt":  # the messages change with the mode: built whole
-            return dump_json(self._fields(request, messages, mode))
+        if mode == "prompt" or request.extra:  # the messages change with the mode or
+            return dump_json(self._fields(request, messages, mode))  # the layout: built whole
         # Everything but the messages is the same for every request of an evaluator:
         # built once, and the messages put in its place (the same bytes, key order kept).
         asks = self.asks_logprobs(request)

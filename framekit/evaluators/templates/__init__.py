@@ -1,4 +1,10 @@
-"""Prompt templates kept as data (TOML), one file per evaluator, one table per version."""
+"""Prompt templates kept as data (TOML), one file per evaluator, one table per version.
+
+A version may be *laid out* for the provider's prompt cache (``layout = "context"``, see
+``layouts.toml``): it takes its rubric and labels from ``base`` (another version of the
+same file, word for word) and is sent as the layout orders it, the data shared by the
+evaluators of one row first.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from functools import cache
 from importlib import resources
 
 from framekit._errors import InputError
+from framekit.judges.shared_prefix import SHARED_UNTIL
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,6 +52,8 @@ def load_template(name: str, version: str) -> TemplateSpec:
         known = ", ".join(sorted(table))
         raise InputError(f"{name} has no template version {version!r}; known versions: {known}")
     spec = dict(table[version])
+    if "layout" in spec:
+        spec = _laid_out(name, table, spec)
     choices = {str(k): float(v) for k, v in dict(spec.pop("choices", {})).items()}  # type: ignore[call-overload]
     return TemplateSpec(
         name=name,
@@ -55,3 +64,32 @@ def load_template(name: str, version: str) -> TemplateSpec:
         choices=choices,
         extra=spec,
     )
+
+
+#: The file of the layouts (not an evaluator's template).
+LAYOUTS = "layouts"
+
+
+def _laid_out(name: str, table: dict[str, dict[str, object]], spec: dict[str, object]) -> dict[str, object]:
+    """A laid-out version as a plain one: its base's rubric and labels, the layout's
+    system text, and a user message of the shared data, the rubric, then its own text."""
+    layout = str(spec.pop("layout"))
+    layouts = _load_file(LAYOUTS)
+    base_name = str(spec.pop("base", ""))
+    if layout not in layouts or base_name not in table:
+        raise InputError(f"{name}: the template names an unknown layout {layout!r} or base {base_name!r}")
+    shape, base = layouts[layout], table[base_name]
+    rubric = str(base["system"]).strip()
+    laid = {k: v for k, v in base.items() if k not in ("system", "user", "user_without_input")}
+    laid.update(spec)
+
+    def user(data: str, own: object) -> str:
+        return "\n\n".join((str(shape[data]).strip(), rubric, str(own).strip()))
+
+    laid["system"] = str(shape["system"]).strip()
+    laid["user"] = user("data", spec["user"])
+    if "user_without_input" in spec:
+        laid["user_without_input"] = user("data_without_input", spec["user_without_input"])
+    laid["layout"] = layout
+    laid[SHARED_UNTIL] = list(shape[SHARED_UNTIL])  # type: ignore[call-overload]
+    return laid

@@ -19,7 +19,9 @@ from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
 from framekit.judges.litellm import litellm_module
 from framekit.judges.litellm.call import WANTS_LOGPROBS, call_litellm, classify
+from framekit.judges.providers import provider_of
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
+from framekit.judges.shared_prefix import mark_for_anthropic
 from framekit.judges.transport import RawReply, TransportName
 from framekit.judges.usage import Price
 
@@ -103,6 +105,9 @@ class LitellmTransport:
     ) -> RawReply | Fault:
         params = self.params()
         call = build_call_kwargs(request, messages, mode)
+        if request.extra and provider_of(self.endpoint.model) == "anthropic":
+            # Anthropic caches a prefix only up to a block marked cache_control.
+            call["messages"] = mark_for_anthropic(request.extra, call["messages"], self.endpoint.model)
         asks = (
             bool(request.choices)
             and self.decoding.samples == 1  # a sampled judge's confidence is its vote
