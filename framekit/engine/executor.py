@@ -51,6 +51,7 @@ from framekit.engine.claims import Claims, claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.lookahead import LookAhead
 from framekit.engine.sampling import sample_key, vote
+from framekit.engine.stagger import PrefixOrder
 from framekit.engine.stats import RunStats
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
@@ -349,8 +350,11 @@ class ChatExecutor(Executor):
             self.judge.samples == 1,
             stale=self._cache_changed,
         )
+        # Requests sharing a prompt prefix: the first goes alone, to warm the provider's
+        # cache for the others (engine/stagger.py); other rows' requests fill the room.
+        order = PrefixOrder(queue, on_done)
         workers = [
-            asyncio.create_task(self._worker(queue, on_done))
+            asyncio.create_task(self._worker(order, order.done))
             for _ in range(self.limits.concurrency)
         ]
         sent_before = self.stats.requests_sent
@@ -382,7 +386,7 @@ class ChatExecutor(Executor):
             return True
         return claims.others_since(self._planned_at)
 
-    async def _worker(self, queue: LookAhead, on_done: Callable[[str, Outcome], None]) -> None:
+    async def _worker(self, queue: PrefixOrder, on_done: Callable[[str, Outcome], None]) -> None:
         while (item := await queue.next()) is not None:
             key, request, entry = item
             if self.judge.samples > 1:

@@ -54,7 +54,7 @@ def shared_end(request_extra: Mapping[str, Any], messages: Sequence[Mapping[str,
     >>> messages = [{"role": "system", "content": "Judge."},
     ...             {"role": "user", "content": "[BEGIN DATA: context]\\nx\\n[END DATA: context]\\n\\nAsk."}]
     >>> shared_end({SHARED_UNTIL: ["[END DATA: input]", "[END DATA: context]"]}, messages)
-    (1, 41)
+    (1, 43)
     >>> shared_end({}, messages) is None
     True
     """
