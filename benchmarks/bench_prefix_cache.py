@@ -47,7 +47,9 @@ DOCS_PER_ROW = 3
 CONCURRENCY = 16
 #: The stated list price: OpenAI gpt-4.1, USD per million tokens.
 PRICE = {"input": 2.0, "cached_input": 0.5, "output": 8.0}
-PRICE_NAME = "OpenAI gpt-4.1 list price: input $2.00, cached input $0.50, output $8.00 per 1M tokens"
+PRICE_NAME = (
+    "OpenAI gpt-4.1 list price: input $2.00, cached input $0.50, output $8.00 per 1M tokens"
+)
 CONFIGS = ("main", "layout", "v1")
 
 
@@ -154,9 +156,10 @@ def main() -> None:
     from framekit.testing import JudgeSimulator, SimulatorConfig
 
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in CONFIGS}
-    with tempfile.TemporaryDirectory() as tmp, JudgeSimulator(
-        SimulatorConfig(latency=args.latency, prompt_cache="openai")
-    ) as sim:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        JudgeSimulator(SimulatorConfig(latency=args.latency, prompt_cache="openai")) as sim,
+    ):
         commits = before_tree(args.main, Path(tmp))
         for _ in range(args.runs):
             for config in CONFIGS:

@@ -37,7 +37,9 @@ def rows(n: int, doc_chars: int = 4_000) -> pl.DataFrame:
 
 def evaluate(judge: fk.Judge, frame: pl.DataFrame, **options: Any) -> pl.DataFrame:
     evaluators = [kind(**options) for kind in CONTEXT_EVALUATORS]
-    out = fk.evaluate_dataframe(frame, evaluators, MAPPING, judge=judge, cache=False, progress=False)
+    out = fk.evaluate_dataframe(
+        frame, evaluators, MAPPING, judge=judge, cache=False, progress=False
+    )
     assert isinstance(out, pl.DataFrame)
     errors = out.select(pl.concat_list(pl.col("^.*_error$")).alias("e")).explode("e")["e"]
     assert errors.drop_nulls().to_list() == []

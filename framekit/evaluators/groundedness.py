@@ -16,8 +16,7 @@ from framekit._errors import InputError, RecordError
 from framekit.evaluators import _claims, _prompt
 from framekit.evaluators.base import Evaluator, Verdict
 from framekit.evaluators.rubric import as_documents, require_nonempty, shared_extra
-from framekit.evaluators.templates import TemplateSpec, load_template
-from framekit.judges.shared_prefix import SHARED_UNTIL
+from framekit.evaluators.templates import TemplateSpec, load_template, shared_until
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ class ClaimsEvaluator(Evaluator):
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
         self.include_inputs = bool(include_inputs)
         self._schema = _claims.claims_schema(str(extra["claims_description"]))
-        self.shared_until: tuple[str, ...] = tuple(extra.get(SHARED_UNTIL, ()))  # type: ignore[call-overload]
+        self.shared_until: tuple[str, ...] = shared_until(self.spec)
 
     # -- record -------------------------------------------------------------------------
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:

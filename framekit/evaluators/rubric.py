@@ -23,7 +23,12 @@ from framekit.evaluators.base import (
     Scoring,
     Verdict,
 )
-from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
+from framekit.evaluators.templates import (
+    DEFAULT_VERSION,
+    TemplateSpec,
+    load_template,
+    shared_until,
+)
 from framekit.judges.request import ChatRequest, answer_text
 from framekit.judges.shared_prefix import SHARED_UNTIL
 
@@ -74,9 +79,9 @@ def as_documents(value: Any) -> list[str]:
     return [_prompt.as_text(v) for v in items if v is not None and _prompt.as_text(v).strip()]
 
 
-def shared_extra(shared_until: tuple[str, ...]) -> dict[str, Any]:
-    """``ChatRequest.extra`` of a request whose shared part ends at one of these lines."""
-    return {SHARED_UNTIL: shared_until} if shared_until else {}
+def shared_extra(lines: tuple[str, ...]) -> dict[str, Any]:
+    """``ChatRequest.extra`` of a request whose shared part ends at one of ``lines``."""
+    return {SHARED_UNTIL: lines} if lines else {}
 
 
 def _as_text(value: Any) -> str:
@@ -143,7 +148,7 @@ class RubricEvaluator(Evaluator):
         self.label_descriptions: dict[str, str] | None = None
         #: The lines that end the part this version's requests share with other
         #: evaluators of the row (a layout's, see ``templates/layouts.toml``; ``()``: none).
-        self.shared_until: tuple[str, ...] = tuple(self.spec.extra.get(SHARED_UNTIL, ()))  # type: ignore[call-overload]
+        self.shared_until: tuple[str, ...] = shared_until(self.spec)
         #: placeholder -> the field it shows (``None``: each placeholder names its field).
         self.placeholder_fields: dict[str, str] | None = None
         if prompt_template is not None:

@@ -45,7 +45,9 @@ ANTHROPIC_DEFAULT_MIN = 1024
 CACHE_CONTROL = {"type": "ephemeral"}
 
 
-def shared_end(request_extra: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> tuple[int, int] | None:
+def shared_end(
+    request_extra: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
+) -> tuple[int, int] | None:
     """``(message index, characters of it)`` where the shared part ends, or ``None`` for a
     request without one (no layout, or none of its lines found).
 
@@ -79,7 +81,9 @@ def shared_text(messages: Sequence[Mapping[str, Any]], end: tuple[int, int]) -> 
     return "\x01".join(parts)
 
 
-def prefix_key(request_extra: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]) -> bytes | None:
+def prefix_key(
+    request_extra: Mapping[str, Any], messages: Sequence[Mapping[str, Any]]
+) -> bytes | None:
     """A digest naming a request's shared part (``None``: it has none): requests with the
     same digest share that prefix."""
     end = shared_end(request_extra, messages)

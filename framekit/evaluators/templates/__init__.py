@@ -66,18 +66,29 @@ def load_template(name: str, version: str) -> TemplateSpec:
     )
 
 
+def shared_until(spec: TemplateSpec) -> tuple[str, ...]:
+    """The lines that end the part a laid-out version's requests share with other
+    evaluators of the row (``()``: a version without a layout)."""
+    lines = spec.extra.get(SHARED_UNTIL, ())
+    return tuple(str(line) for line in lines) if isinstance(lines, (list, tuple)) else ()
+
+
 #: The file of the layouts (not an evaluator's template).
 LAYOUTS = "layouts"
 
 
-def _laid_out(name: str, table: dict[str, dict[str, object]], spec: dict[str, object]) -> dict[str, object]:
+def _laid_out(
+    name: str, table: dict[str, dict[str, object]], spec: dict[str, object]
+) -> dict[str, object]:
     """A laid-out version as a plain one: its base's rubric and labels, the layout's
     system text, and a user message of the shared data, the rubric, then its own text."""
     layout = str(spec.pop("layout"))
     layouts = _load_file(LAYOUTS)
     base_name = str(spec.pop("base", ""))
     if layout not in layouts or base_name not in table:
-        raise InputError(f"{name}: the template names an unknown layout {layout!r} or base {base_name!r}")
+        raise InputError(
+            f"{name}: the template names an unknown layout {layout!r} or base {base_name!r}"
+        )
     shape, base = layouts[layout], table[base_name]
     rubric = str(base["system"]).strip()
     laid = {k: v for k, v in base.items() if k not in ("system", "user", "user_without_input")}

@@ -107,7 +107,9 @@ class LitellmTransport:
         call = build_call_kwargs(request, messages, mode)
         if request.extra and provider_of(self.endpoint.model) == "anthropic":
             # Anthropic caches a prefix only up to a block marked cache_control.
-            call["messages"] = mark_for_anthropic(request.extra, call["messages"], self.endpoint.model)
+            call["messages"] = mark_for_anthropic(
+                request.extra, call["messages"], self.endpoint.model
+            )
         asks = (
             bool(request.choices)
             and self.decoding.samples == 1  # a sampled judge's confidence is its vote
