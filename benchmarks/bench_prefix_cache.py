@@ -25,6 +25,7 @@ writes benchmarks/results/prefix_cache.json.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import statistics
@@ -78,16 +79,19 @@ def child(api_base: str, version: str | None) -> dict[str, Any]:
         Groundedness,
         RetrievalRelevance,
     )
+    from framekit.judges.providers import PROVIDERS
 
+    # The simulator stands in for OpenAI's own API (no api_base), whose cache it imitates:
+    # there a structured-output schema is part of the cached prefix.
+    PROVIDERS["openai"] = dataclasses.replace(PROVIDERS["openai"], public_base=api_base)
+    for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        os.environ.pop(name, None)
     options = {} if version is None else {"version": version}
     evaluators = [
         kind(**options)
         for kind in (ContextRelevance, RetrievalRelevance, Groundedness, ContextRecall)
     ]
-    judge = fk.Judge(
-        "openai/gpt-4.1", api_base=api_base, api_key="sk-bench", concurrency=CONCURRENCY,
-        price=PRICE,
-    )  # fmt: skip
+    judge = fk.Judge("openai/gpt-4.1", api_key="sk-bench", concurrency=CONCURRENCY, price=PRICE)
     mapping = {"input": "question", "context": "docs", "output": "answer", "reference": "reference"}
     rows = frame()
     started = time.perf_counter()

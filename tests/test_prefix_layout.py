@@ -5,18 +5,36 @@ Anthropic requests mark the shared part with cache_control. Counted at the simul
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import polars as pl
+import pytest
 
 import framekit as fk
 from framekit.evaluators import ContextRecall, ContextRelevance, Groundedness, RetrievalRelevance
+from framekit.judges.providers import PROVIDERS
 from framekit.judges.shared_prefix import shared_end, shared_text
 from framekit.testing import JudgeSimulator
 from tests.helpers import API_KEY, batch_judge, sim_judge
 
 CONTEXT_EVALUATORS = (ContextRelevance, RetrievalRelevance, Groundedness, ContextRecall)
 MAPPING = {"input": "q", "context": "docs", "output": "a", "reference": "ref"}
+
+
+@pytest.fixture
+def openai_sim(judge_simulator: JudgeSimulator, monkeypatch: pytest.MonkeyPatch) -> JudgeSimulator:
+    """The simulator standing in for OpenAI's own API (no ``api_base``), whose prompt cache
+    it imitates: a structured-output schema there is part of the cached prefix."""
+    for name in ("FRAMEKIT_API_BASE", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    openai = dataclasses.replace(PROVIDERS["openai"], public_base=judge_simulator.api_base)
+    monkeypatch.setitem(PROVIDERS, "openai", openai)
+    return judge_simulator
+
+
+def openai_judge(**options: Any) -> fk.Judge:
+    return fk.Judge("openai/gpt-4.1", api_key=API_KEY, **options)
 
 
 def rows(n: int, doc_chars: int = 4_000) -> pl.DataFrame:
@@ -82,10 +100,11 @@ def test_v1_stays_selectable_as_it_was_and_v2_is_cached_apart() -> None:
 
 
 def test_four_context_evaluators_find_half_their_prompt_tokens_cached(
-    judge_simulator: JudgeSimulator,
+    openai_sim: JudgeSimulator,
 ) -> None:
+    judge_simulator = openai_sim
     frame = rows(6)
-    evaluate(sim_judge(judge_simulator), frame)
+    evaluate(openai_judge(), frame)
     laid_out = judge_simulator.stats()
     assert laid_out["chat"] == 24
     assert laid_out["cached_tokens"] >= 0.5 * laid_out["prompt_tokens"]
@@ -93,18 +112,19 @@ def test_four_context_evaluators_find_half_their_prompt_tokens_cached(
     assert run is not None and run.cached_tokens == laid_out["cached_tokens"]
     # The same rows with v1 (the rubric first): nothing is shared, nothing cached.
     judge_simulator.reset()
-    evaluate(sim_judge(judge_simulator), frame, version="v1")
+    evaluate(openai_judge(), frame, version="v1")
     before = judge_simulator.stats()
     assert before["chat"] == 24 and before["cached_tokens"] == 0
 
 
 def test_the_first_request_of_a_row_warms_the_cache_before_the_others_go(
-    judge_simulator: JudgeSimulator,
+    openai_sim: JudgeSimulator,
 ) -> None:
+    judge_simulator = openai_sim
     # Enough concurrency for a row's four requests at once, and a latency long enough
     # for them to overlap if they were sent together.
     judge_simulator.configure(latency=0.2)
-    evaluate(sim_judge(judge_simulator, concurrency=8), rows(4))
+    evaluate(openai_judge(concurrency=8), rows(4))
     stats = judge_simulator.stats()
     # ~3,020 shared tokens per row: every one of the three followers of a row finds at
     # least 2,944 of them cached (the longest 128-token step within); only leaders miss.
@@ -112,13 +132,27 @@ def test_the_first_request_of_a_row_warms_the_cache_before_the_others_go(
     assert stats["max_in_flight"] > 4  # rows overlapped: throughput was not given up
 
 
-def test_the_answer_schema_is_shown_after_the_shared_part(judge_simulator: JudgeSimulator) -> None:
+def test_the_answer_schema_is_shown_after_the_shared_part_at_openai(
+    openai_sim: JudgeSimulator,
+) -> None:
     ev = ContextRelevance()
-    ev.score(**{f: FIELDS[f] for f in ev.fields}, judge=sim_judge(judge_simulator), cache=False)
-    body = next(r for r in judge_simulator.requests if "messages" in r)
+    ev.score(**{f: FIELDS[f] for f in ev.fields}, judge=openai_judge(), cache=False)
+    body = next(r for r in openai_sim.requests if "messages" in r)
     assert body["response_format"] == {"type": "json_object"}
     user = body["messages"][-1]["content"]
     assert user.index("[END DATA: input]") < user.index('"explanation"') < user.index('"label"')
+
+
+def test_a_server_of_ones_own_keeps_the_structured_output_schema(
+    judge_simulator: JudgeSimulator,
+) -> None:
+    # An api_base (vLLM, llama.cpp): the schema is a decoding grammar there, outside the
+    # prompt it caches, and a small model needs it to answer within the rubric.
+    ev = ContextRelevance()
+    ev.score(**{f: FIELDS[f] for f in ev.fields}, judge=sim_judge(judge_simulator), cache=False)
+    body = next(r for r in judge_simulator.requests if "messages" in r)
+    assert body["response_format"]["type"] == "json_schema"
+    assert body["messages"] == ev.build_request(ev.prepare(FIELDS)).messages
 
 
 ANTHROPIC_SONNET = "anthropic/claude-sonnet-4-5"  # caches from 1,024 tokens
@@ -180,4 +214,4 @@ def test_batch_mode_sends_the_v2_layout_and_reads_its_answers(
     assert isinstance(out, pl.DataFrame)
     errors = out.select(pl.concat_list(pl.col("^.*_error$")).alias("e")).explode("e")["e"]
     assert errors.drop_nulls().to_list() == [] and out["groundedness_label"].null_count() == 0
-    print(judge_simulator.stats()["batch"])
+    assert judge_simulator.stats()["batch"]["lines"] == 8

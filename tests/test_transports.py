@@ -78,9 +78,8 @@ def test_http_takes_the_key_from_openai_api_key_and_sends_it(simulator_factory, 
 def test_http_sends_decoding_options_and_strips_the_provider_prefix(judge_simulator):
     judge = fk.Judge("openai/sim-judge", api_base=judge_simulator.api_base, api_key=API_KEY,
                      temperature=0.3, max_tokens=77, seed=5)  # fmt: skip
-    # v1: a structured-output schema (v2 shows it in the prompt, see test_prefix_layout.py)
-    fk.evaluate_dataframe(retrieval_frame(1), [fk.evaluators.RetrievalRelevance(version="v1")],
-                          MAPPING, judge=judge, cache=False, progress=False)  # fmt: skip
+    fk.evaluate_dataframe(retrieval_frame(1), [fk.evaluators.RetrievalRelevance()], MAPPING,
+                          judge=judge, cache=False, progress=False)  # fmt: skip
     body = judge_simulator.requests[-1]
     assert body["model"] == "sim-judge"
     assert (body["temperature"], body["max_tokens"], body["seed"]) == (0.3, 77, 5)
@@ -176,8 +175,4 @@ def test_every_body_is_the_one_built_field_by_field_whatever_the_mode_and_evalua
                 body = transport._body(request, request.messages, mode)
                 assert body == dump_json(whole)
                 sent = json.loads(body)["messages"]
-                if mode == "json_schema" and request.extra:  # laid out: the schema after
-                    last = sent[len(request.messages) - 1]["content"]
-                    assert last.startswith(request.messages[-1]["content"] + "\n\nReply with")
-                    sent[len(request.messages) - 1] = request.messages[-1]
                 assert sent[: len(request.messages)] == request.messages  # this record's

@@ -75,15 +75,20 @@ class Modes:
 
 
 def build_call_kwargs(
-    request: ChatRequest, messages: list[dict[str, Any]], mode: str
+    request: ChatRequest, messages: list[dict[str, Any]], mode: str, schema_after: bool = False
 ) -> dict[str, Any]:
     """Chat-completion keyword arguments asking for ``request.schema`` in ``mode``.
 
-    A request laid out for the provider's prompt cache (:mod:`framekit.judges.shared_prefix`)
-    is asked, in the ``json_schema`` mode, for a JSON object with the schema shown after
-    its shared part: a structured-output schema would stand in front of every message.
+    ``schema_after``: the endpoint caches a structured-output schema in front of the
+    prompt (:func:`~framekit.judges.shared_prefix.schema_leads_prefix`); a request laid out
+    for the prompt cache is then asked, in the ``json_schema`` mode, for a JSON object with
+    the schema shown after its shared part (:mod:`framekit.judges.shared_prefix`).
     """
-    if mode == "json_schema" and shared_prefix.shared_end(request.extra, messages) is not None:
+    if (
+        schema_after
+        and mode == "json_schema"
+        and shared_prefix.shared_end(request.extra, messages) is not None
+    ):
         return shared_prefix.schema_last(messages, request.schema)
     if mode == "json_schema":
         return {

@@ -10,10 +10,14 @@ forged by the text under evaluation.
 
 Three things follow from it:
 
-- the answer schema is shown at the end of the prompt, with a plain JSON-object
-  ``response_format``, instead of a structured-output schema: OpenAI puts that schema
-  in front of the messages, and each evaluator's is different, so no two evaluators of a
-  row would share a prefix (:func:`schema_last`);
+- where the endpoint caches a structured-output schema in front of the prompt (OpenAI's
+  own API puts it before the messages, and Anthropic's tools come before the system
+  prompt), the answer schema is shown at the end of the prompt instead, with a plain
+  JSON-object ``response_format``: each evaluator's schema is different, so no two
+  evaluators of a row would share a prefix (:func:`schema_last`). A server of one's own
+  (an ``api_base``: vLLM, llama.cpp) caches the prompt's tokens, the schema being a
+  decoding grammar outside them: it keeps the structured-output schema, which a small
+  model needs to answer within the rubric (:func:`schema_leads_prefix`);
 - for Anthropic models the shared part is marked ``cache_control``, when it is long
   enough for the model to cache (:func:`mark_for_anthropic`; Anthropic caches only up to a
   marked block, OpenAI caches without being asked);
@@ -27,6 +31,8 @@ import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+from framekit.judges.providers import provider_of
 
 #: ``ChatRequest.extra`` key: the lines that end a request's shared part.
 SHARED_UNTIL = "shared_until"
@@ -111,6 +117,22 @@ def schema_last(messages: list[dict[str, Any]], schema: Mapping[str, Any]) -> di
         "messages": [*messages[:-1], last],
         "response_format": {"type": "json_object"},
     }
+
+
+def schema_leads_prefix(model: str, custom_base: bool) -> bool:
+    """Whether the endpoint of ``model`` puts a structured-output schema in front of the
+    prompt it caches: Anthropic's (its forced tool comes first) and OpenAI's own API
+    (``custom_base``: an ``api_base`` other than the provider's public one was given).
+
+    Examples
+    --------
+    >>> schema_leads_prefix("openai/gpt-4.1", False), schema_leads_prefix("openai/qwen", True)
+    (True, False)
+    >>> schema_leads_prefix("anthropic/claude-sonnet-4-5", True)
+    True
+    """
+    found = provider_of(model)
+    return found == "anthropic" or (found == "openai" and not custom_base)
 
 
 def anthropic_min_tokens(model: str) -> int:

@@ -21,7 +21,7 @@ from framekit.judges.litellm import litellm_module
 from framekit.judges.litellm.call import WANTS_LOGPROBS, call_litellm, classify
 from framekit.judges.providers import provider_of
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
-from framekit.judges.shared_prefix import mark_for_anthropic
+from framekit.judges.shared_prefix import mark_for_anthropic, schema_leads_prefix
 from framekit.judges.transport import RawReply, TransportName
 from framekit.judges.usage import Price
 
@@ -104,8 +104,10 @@ class LitellmTransport:
         self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
     ) -> RawReply | Fault:
         params = self.params()
-        call = build_call_kwargs(request, messages, mode)
-        if request.extra and provider_of(self.endpoint.model) == "anthropic":
+        model = self.endpoint.model
+        custom_base = self.endpoint.base is not None
+        call = build_call_kwargs(request, messages, mode, schema_leads_prefix(model, custom_base))
+        if request.extra and provider_of(model) == "anthropic":
             # Anthropic caches a prefix only up to a block marked cache_control.
             call["messages"] = mark_for_anthropic(
                 request.extra, call["messages"], self.endpoint.model
