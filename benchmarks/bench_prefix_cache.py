@@ -9,8 +9,8 @@ ContextRecall) at the judge simulator, which caches prompt prefixes by OpenAI's 
 (1,024 tokens and more, in 128-token steps, once a request holding the prefix has been
 answered) and answers after ``--latency`` seconds; concurrency 16, no response cache.
 
-Three configurations, each a fresh process, run in turn (main, layout, v1, main, layout,
-v1 ...) so that a machine that drifts slows all alike:
+Three configurations, each a fresh process, run in turn (main, layout, v1, then layout,
+v1, main ...: each round in another order) so that a machine that drifts slows all alike:
 - ``main``: main's code (its default templates: the rubric first);
 - ``layout``: this tree's defaults (v2: the row's documents first, sends staggered);
 - ``v1``: this tree with ``version="v1"`` (nothing shared: the stagger's cost alone).
@@ -165,8 +165,10 @@ def main() -> None:
         JudgeSimulator(SimulatorConfig(latency=args.latency, prompt_cache="openai")) as sim,
     ):
         commits = before_tree(args.main, Path(tmp))
-        for _ in range(args.runs):
-            for config in CONFIGS:
+        for round_ in range(args.runs):
+            # Each round in another order, so that no configuration always runs first.
+            shift = round_ % len(CONFIGS)
+            for config in CONFIGS[shift:] + CONFIGS[:shift]:
                 figures = run_once(sim, config, Path(tmp))
                 results[config].append(figures)
                 print(config, json.dumps({k: figures[k] for k in ("rows_per_s", "cached_share")}))
@@ -175,6 +177,11 @@ def main() -> None:
         return statistics.median(r[key] for r in results[config])
 
     # Throughput as same-round ratios (each round ran the three in turn).
+    per_round = {
+        config: [results[config][i]["rows_per_s"] / results["main"][i]["rows_per_s"]
+                 for i in range(args.runs)]
+        for config in ("layout", "v1")
+    }  # fmt: skip
     ratios = {
         config: statistics.median(
             r[config]["rows_per_s"] / r["main"]["rows_per_s"]
@@ -215,6 +222,8 @@ def main() -> None:
             "commits": commits,
             "summary": summary,
             "throughput_ratio_vs_main": ratios,
+            "throughput_ratio_vs_main_by_round": per_round,
+            "load_average": os.getloadavg(),
             # The "layouts before/after" row of $ per 1,000 rows (direct path).
             "cost_per_1000_rows_layouts": {
                 "before": summary["main"]["usd_per_1000_rows"],

@@ -95,8 +95,14 @@ def prefix_key(
     end = shared_end(request_extra, messages)
     if end is None:
         return None
-    text = shared_text(messages, end)
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    index, chars = end
+    digest = hashlib.blake2b(digest_size=16)
+    for message in messages[: index + 1]:  # fed piece by piece: no joined copy of the text
+        content = str(message.get("content"))
+        digest.update(f"\x01{message.get('role')}\x00".encode())
+        text = content[:chars] if message is messages[index] else content
+        digest.update(text.encode("utf-8", "surrogatepass"))
+    return digest.digest()
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
