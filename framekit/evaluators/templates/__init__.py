@@ -2,8 +2,9 @@
 
 A version may be *laid out* for the provider's prompt cache (``layout = "context"``, see
 ``layouts.toml``): it takes its rubric and labels from ``base`` (another version of the
-same file, word for word) and is sent as the layout orders it, the data shared by the
-evaluators of one row first.
+same file, word for word but for the paragraph on the data delimiters, which the
+layout's system message states) and is sent as the layout orders it, the data shared by
+the evaluators of one row first.
 """
 
 from __future__ import annotations
@@ -73,6 +74,8 @@ def shared_until(spec: TemplateSpec) -> tuple[str, ...]:
     return tuple(str(line) for line in lines) if isinstance(lines, (list, tuple)) else ()
 
 
+#: How a rubric's paragraph on the data delimiters names them.
+_DELIMITER_RULE = "[BEGIN DATA: ...]"
 #: The file of the layouts (not an evaluator's template).
 LAYOUTS = "layouts"
 
@@ -90,7 +93,11 @@ def _laid_out(
             f"{name}: the template names an unknown layout {layout!r} or base {base_name!r}"
         )
     shape, base = layouts[layout], table[base_name]
-    rubric = str(base["system"]).strip()
+    # The base's rubric word for word, but for its paragraph on the data delimiters: the
+    # layout's system message states that rule, and the user message then holds no
+    # delimiter but those around the data.
+    paragraphs = str(base["system"]).strip().split("\n\n")
+    rubric = "\n\n".join(p for p in paragraphs if _DELIMITER_RULE not in p)
     laid = {k: v for k, v in base.items() if k not in ("system", "user", "user_without_input")}
     laid.update(spec)
 
