@@ -34,13 +34,15 @@ def batch_judge(sim: JudgeSimulator, model: str = "openai/gpt-4o-mini", **option
     return fk.Judge(model, api_base=sim.api_base, batch=True, **options)
 
 
-def score_retrieval(df: pl.DataFrame, judge: Any, cache: Any, **kw: Any) -> pl.DataFrame:
-    """``df`` scored by RetrievalRelevance with ``MAPPING``, quietly (a polars frame)."""
+def score_retrieval(
+    df: pl.DataFrame, judge: Any, cache: Any, version: str | None = None, **kw: Any
+) -> pl.DataFrame:
+    """``df`` scored by RetrievalRelevance (its template ``version``, default its default)
+    with ``MAPPING``, quietly (a polars frame)."""
     from framekit.evaluators import RetrievalRelevance
 
-    out = fk.evaluate_dataframe(
-        df, [RetrievalRelevance()], MAPPING, judge=judge, cache=cache, progress=False, **kw
-    )
+    ev = RetrievalRelevance(version=version)
+    out = fk.evaluate_dataframe(df, [ev], MAPPING, judge=judge, cache=cache, progress=False, **kw)
     assert isinstance(out, pl.DataFrame)
     return out
 

@@ -60,7 +60,9 @@ def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_p
     openai_is(sim)
     df = retrieval_frame(10_000)
     judge = fk.Judge(PRICED, api_key=API_KEY, batch=True, batch_poll=0.02)
-    batched = score(df, judge, tmp_path / "batch", details=True)
+    # v1: the same prompt on both paths (v2 shows its schema in a direct call's prompt,
+    # for the provider's prompt cache, and sends it as a structured-output schema in a batch)
+    batched = score(df, judge, tmp_path / "batch", version="v1", details=True)
     stats = sim.stats()
     assert stats["chat"] == 0
     assert stats["batch"]["batches_created"] == 1
@@ -73,7 +75,9 @@ def test_10k_rows_by_batch_make_no_chat_call_and_match_the_direct_path_at_half_p
     # The direct path on 100 of the same rows, at the same endpoint (OpenAI's own, so
     # both are at gpt-4o-mini's list prices): equal results, twice the price.
     sample = df.gather(list(range(0, 10_000, 100)))
-    direct = score(sample, fk.Judge(PRICED, api_key=API_KEY), tmp_path / "d", details=True)
+    direct = score(
+        sample, fk.Judge(PRICED, api_key=API_KEY), tmp_path / "d", version="v1", details=True
+    )
     mine = batched.gather(list(range(0, 10_000, 100)))
     cols = [
         f"retrieval_relevance_{c}" for c in ("score", "label", "explanation", "passed", "error")

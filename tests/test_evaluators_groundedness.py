@@ -250,7 +250,7 @@ def test_both_evaluators_have_evaluate_names_and_describe_their_scale():
     assert evaluator_by_name("context-recall").name == "context_recall"
     text = Groundedness().describe()
     assert (
-        "required output, context; optional input" in text and "template: groundedness v1" in text
+        "required output, context; optional input" in text and "template: groundedness v2" in text
     )
     assert "grounded 1" in text and "no claims 1" in text
     # The lowest band is "below the next one up", not "at least 0".

@@ -279,12 +279,12 @@ def test_cache_keys_of_text_templates_and_plain_evaluators_are_unchanged():
             "d600d8481b813a03daf8ef614606549218be2cb4764037d299d679a0f8590bea",
         ),
         (
-            RetrievalRelevance(),
+            RetrievalRelevance(version="v1"),  # v1: the default before issue 42's v2
             rag,
             "f508a7171cba742af58ce78ecb66ecfcaf079b6f159d3937aaef0a26e70d0dfa",
         ),
         (
-            RetrievalRelevance(temperature=0.3),
+            RetrievalRelevance(version="v1", temperature=0.3),
             rag,
             "0fe9bbbb7c483dfc5cdd158d1309e8e278fb40e151ae1efdd0527a7473d66ada",
         ),

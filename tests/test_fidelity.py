@@ -134,8 +134,9 @@ def rendered(ev: Evaluator, fields: dict[str, Any]) -> str:
 # -- the source's question ----------------------------------------------------------------
 
 
-#: The default template version where it is not v1 (Coherence's v2 asks about reasoning).
-DEFAULT_VERSIONS = {"coherence": "v2"}
+#: The default template version where it is not v1 (Coherence's v2 asks about reasoning;
+#: the context evaluators' v2 is v1 laid out for the provider's prompt cache).
+DEFAULT_VERSIONS = {"coherence": "v2", "context_relevance": "v2", "retrieval_relevance": "v2"}
 
 
 @pytest.mark.parametrize("name", list(SOURCE_CRITERIA))

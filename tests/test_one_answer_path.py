@@ -68,9 +68,19 @@ MAIN_KEYS = {
 }
 
 
+def pinned_evaluators() -> list[fk.Evaluator]:
+    """:func:`evaluators` with the context evaluators at v1, the version whose keys are
+    pinned above (their default is now v2, laid out for the provider's prompt cache)."""
+    return [
+        type(ev)(version="v1") if ev.name in ("retrieval_relevance", "context_relevance",
+                                              "groundedness") else ev
+        for ev in evaluators()
+    ]  # fmt: skip
+
+
 def test_the_keys_of_existing_templates_are_mains_whichever_way_they_are_computed() -> None:
     judge = fk.Judge("openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", temperature=0.0)
-    for ev in evaluators():
+    for ev in pinned_evaluators():
         prefix = chat_prefix(ev, judge)
         keys = [chat_key(prefix, ev.build_request(dict(f))) for f in FIELDS]
         assert keys == MAIN_KEYS[ev.name], ev.name

@@ -52,6 +52,7 @@ from framekit.engine.claims import Claims, claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
 from framekit.engine.lookahead import LookAhead
 from framekit.engine.sampling import sample_key, vote
+from framekit.engine.stagger import PrefixOrder
 from framekit.engine.stats import RunStats
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
@@ -302,6 +303,10 @@ class Requests:
         """``(key, shape)``: what reading each answer needs, without rendering a prompt."""
         return ((key, self._shape(key)) for key in self.keys)
 
+    def shape_of(self, key: str) -> ChatRequest:
+        """The request of ``key`` without its messages (its schema and ``extra``)."""
+        return self._shape(key)
+
 
 class Executor:
     """What the planner asks of an executor: :meth:`outcomes`. A subclass sends in its
@@ -395,8 +400,11 @@ class ChatExecutor(Executor):
             self.judge.samples == 1,
             stale=self._cache_changed,
         )
+        # Requests sharing a prompt prefix: the first goes alone, to warm the provider's
+        # cache for the others (engine/stagger.py); other rows' requests fill the room.
+        order = PrefixOrder(queue, on_done, items.shape_of, items.request)
         workers = [
-            asyncio.create_task(self._worker(queue, items, on_done))
+            asyncio.create_task(self._worker(order, items, order.done))
             for _ in range(self.limits.concurrency)
         ]
         sent_before = self.stats.requests_sent
@@ -428,11 +436,11 @@ class ChatExecutor(Executor):
             return True
         return claims.others_since(self._planned_at)
 
-    async def _worker(self, queue: LookAhead, items: Requests, on_done: Sink) -> None:
+    async def _worker(self, queue: PrefixOrder, items: Requests, on_done: Sink) -> None:
         while (item := await queue.next()) is not None:
-            key, entry = item
+            key, rendered, entry = item  # rendered: where the stagger needed its prefix
             if self.judge.samples > 1:
-                on_done(key, await self._sampled(key, items.request(key)))
+                on_done(key, await self._sampled(key, rendered or items.request(key)))
                 continue
             cached = Outcome.from_entry(entry) if entry is not None else None
             if cached is not None:  # another run of this process answered it meanwhile
@@ -451,7 +459,7 @@ class ChatExecutor(Executor):
             outcome, queued = None, False
             try:
                 # Rendered now, just before it is sent: only the prompts in flight are held.
-                outcome = await self.send(items.request(key), key)
+                outcome = await self.send(rendered or items.request(key), key)
                 if outcome.answer is not None:
                     queued = await self._save(key, outcome)
             finally:

@@ -48,6 +48,7 @@ from framekit.engine.stats import RunStats
 from framekit.evaluators.base import Evaluator
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest, answer_text
+from framekit.judges.shared_prefix import SHARED_UNTIL
 
 #: The limiter a judge's calls are paced by (``None``: a limiter of its own limits).
 LimiterFor = Callable[[Judge], "Limiter | None"]
@@ -254,10 +255,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                     waiting = self._waiting[key] = []
                     if len(self._kept) < KEEP_RENDERED:
                         self._kept[key] = request  # sent as rendered here
-                    self._asked[key] = _pair(
-                        pairs, judge, request.schema_name, request.schema,
-                        request.label_field, request.choices,
-                    )  # fmt: skip
+                    self._asked[key] = _pair(pairs, judge, request)
                 waiting.append((share, record))
 
     def _plan_rendered(
@@ -289,8 +287,7 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             return False
         keys, request, render = template.keys, template.request, template.render
         self._senders[id(share)] = (_sender(request), render)
-        pair = _pair(pairs, judge, request.schema_name, request.schema, request.label_field,
-                     request.choices)  # fmt: skip
+        pair = _pair(pairs, judge, request)
         waiting_of, asked, kept = self._waiting, self._asked, self._kept
         checked = trusted = False
         for record, user in _bulk_prompts(share):
@@ -467,20 +464,20 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
 
 
 def _pair(
-    pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]],
-    judge: Judge,
-    name: str,
-    schema: dict[str, Any],
-    label_field: str | None,
-    choices: tuple[str, ...],
+    pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]], judge: Judge, request: ChatRequest
 ) -> tuple[Judge, ChatRequest]:
-    """Who answers a key and what reading its answer needs (the request's schema and
-    labels, without messages): one pair shared by every key of an evaluator and judge."""
+    """Who answers a key and what reading and ordering its answer need (the request's
+    schema, labels and sending hints, without messages): one pair shared by every key of
+    an evaluator and judge."""
     # The shape holds the schema, so its id is not reused meanwhile.
-    ident = (id(judge), id(schema), name, label_field, choices)
+    shared_until = tuple(request.extra.get(SHARED_UNTIL) or ())
+    ident = (id(judge), id(request.schema), request.schema_name, request.label_field,
+             request.choices, shared_until)  # fmt: skip
     pair = pairs.get(ident)
     if pair is None:
-        pair = pairs[ident] = (judge, ChatRequest([], name, schema, label_field, choices))
+        shape = ChatRequest([], request.schema_name, request.schema, request.label_field,
+                            request.choices, extra=dict(request.extra))  # fmt: skip
+        pair = pairs[ident] = (judge, shape)
     return pair
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from framekit._errors import InputError, RecordError
 from framekit.evaluators import _claims, _prompt
 from framekit.evaluators.base import Evaluator, Verdict
-from framekit.evaluators.rubric import as_documents, require_nonempty
-from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
+from framekit.evaluators.rubric import as_documents, require_nonempty, shared_extra
+from framekit.evaluators.templates import TemplateSpec, load_template, shared_until
 from framekit.judges.request import ChatRequest
 
 if TYPE_CHECKING:
@@ -40,17 +40,20 @@ class ClaimsEvaluator(Evaluator):
     subject: ClassVar[str] = "response"
     optional_fields: ClassVar[tuple[str, ...]] = ("input",)
     has_details = True
+    #: The template version used unless ``version=`` says otherwise: v2 sends the
+    #: documents first, for the provider's prompt cache (v1 stays selectable).
+    default_version: ClassVar[str] = "v2"
 
     def __init__(
         self,
         *,
         system_prompt: str | None = None,
         include_inputs: bool = True,
-        version: str = DEFAULT_VERSION,
+        version: str | None = None,
         **options: Unpack[EvaluatorOptions],
     ) -> None:
         super().__init__(**options)
-        self.version = version
+        self.version = version = version or self.default_version
         self.spec: TemplateSpec = load_template(self.template_name, version)
         extra = self.spec.extra
         bands = extra.get("bands")
@@ -64,6 +67,7 @@ class ClaimsEvaluator(Evaluator):
         self.prompt_template_without_input: str = str(extra["user_without_input"]).strip()
         self.include_inputs = bool(include_inputs)
         self._schema = _claims.claims_schema(str(extra["claims_description"]))
+        self.shared_until: tuple[str, ...] = shared_until(self.spec)
 
     # -- record -------------------------------------------------------------------------
     def prepare(self, fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -108,6 +112,7 @@ class ClaimsEvaluator(Evaluator):
             schema_name=self.name,
             schema=self.answer_schema(),
             label_field=None,
+            extra=shared_extra(self.shared_until),
         )
 
     def cache_namespace(self) -> str:

@@ -35,6 +35,9 @@ class _ContextEvaluator(RubricEvaluator):
         "relevance is judged against the request, so the request must be in the prompt"
     )
 
+    #: v2 sends the documents and the request first, shared with the other evaluators of
+    #: the row, for the provider's prompt cache; v1 stays selectable (``version="v1"``).
+    default_version = "v2"
     # The documents are read as the prompt reads them (as_documents): the same text.
     prepare_keeps_prompt = True
 

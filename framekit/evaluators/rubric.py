@@ -23,8 +23,14 @@ from framekit.evaluators.base import (
     Scoring,
     Verdict,
 )
-from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
+from framekit.evaluators.templates import (
+    DEFAULT_VERSION,
+    TemplateSpec,
+    load_template,
+    shared_until,
+)
 from framekit.judges.request import ChatRequest, answer_text
+from framekit.judges.shared_prefix import SHARED_UNTIL
 
 if TYPE_CHECKING:
     import numpy as np
@@ -58,6 +64,11 @@ _MUSTACHE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*\}\}")
 
 #: A context field as a list of document texts (kept here under its old name).
 as_documents = _prompt.as_documents
+
+
+def shared_extra(lines: tuple[str, ...]) -> dict[str, Any]:
+    """``ChatRequest.extra`` of a request whose shared part ends at one of ``lines``."""
+    return {SHARED_UNTIL: lines} if lines else {}
 
 
 def _as_text(value: Any) -> str:
@@ -122,6 +133,9 @@ class RubricEvaluator(Evaluator):
             self.spec.extra.get("explanation_description", BRIEF_REASONING)
         )
         self.label_descriptions: dict[str, str] | None = None
+        #: The lines that end the part this version's requests share with other
+        #: evaluators of the row (a layout's, see ``templates/layouts.toml``; ``()``: none).
+        self.shared_until: tuple[str, ...] = shared_until(self.spec)
         #: placeholder -> the field it shows (``None``: each placeholder names its field).
         self.placeholder_fields: dict[str, str] | None = None
         if prompt_template is not None:
@@ -152,6 +166,7 @@ class RubricEvaluator(Evaluator):
         self.placeholder_fields = {ph: _field_of(ph) for ph in read.names}
         self.prompt_template = read.text
         self.prompt_messages = read.messages if read.message_list else None
+        self.shared_until = ()  # a template of the user's own has no layout
 
     def placeholder_blocks(self, texts: Mapping[str, str]) -> dict[str, str]:
         """The block of each placeholder of the template, from each field's text."""
@@ -225,6 +240,7 @@ class RubricEvaluator(Evaluator):
             schema=self.answer_schema(),
             label_field="label",
             choices=tuple(self.choices),
+            extra=shared_extra(self.shared_until),
         )
 
     def prompt_renderer(self) -> Callable[[Mapping[str, Any]], str] | None:

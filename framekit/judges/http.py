@@ -40,6 +40,7 @@ from framekit.judges.logprobs import logprobs_content
 from framekit.judges.pricing import judge_price
 from framekit.judges.providers import PROVIDERS, Provider, first_set, openai_speaker
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs, dump_json, load_json
+from framekit.judges.shared_prefix import schema_leads_prefix
 from framekit.judges.transport import LOGPROBS_REQUEST, RawReply, TransportName, keep_headers
 from framekit.judges.usage import Price, read_usage
 
@@ -202,8 +203,8 @@ class HttpTransport:
         )
 
     def _body(self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode) -> bytes:
-        if mode == "prompt":  # the messages change with the mode: built whole
-            return dump_json(self._fields(request, messages, mode))
+        if mode == "prompt" or request.extra:  # the messages may change with the mode or
+            return dump_json(self._fields(request, messages, mode))  # layout: built whole
         # Everything but the messages is the same for every request of an evaluator:
         # built once, and the messages put in its place (the same bytes, key order kept).
         asks = self.asks_logprobs(request)
@@ -231,7 +232,9 @@ class HttpTransport:
             model=self._model,
             temperature=self.decoding.temperature,
             max_tokens=self.decoding.max_tokens,
-            **build_call_kwargs(request, messages, mode),
+            **build_call_kwargs(
+                request, messages, mode, schema_leads_prefix(self.endpoint.model, self._custom_base)
+            ),
         )
         return body
 

@@ -25,7 +25,7 @@ import orjson
 
 from framekit import _secrets
 from framekit._errors import ParseFailure, one_line
-from framekit.judges import verdict
+from framekit.judges import shared_prefix, verdict
 from framekit.judges.logprobs import label_probabilities
 
 Mode = Literal["json_schema", "tool", "prompt"]
@@ -42,7 +42,9 @@ class ChatRequest:
 
     ``schema`` is the JSON schema of the answer object. ``label_field`` and ``choices``
     name the property that must hold one of the rubric's labels: an answer outside them
-    is re-asked, then recorded as that row's error.
+    is re-asked, then recorded as that row's error. ``extra`` holds hints for how it is
+    sent, not part of its cache key: ``extra["shared_until"]``, the lines that end the part
+    it shares with other requests (:mod:`framekit.judges.shared_prefix`).
     """
 
     messages: list[dict[str, Any]]
@@ -73,9 +75,21 @@ class Modes:
 
 
 def build_call_kwargs(
-    request: ChatRequest, messages: list[dict[str, Any]], mode: str
+    request: ChatRequest, messages: list[dict[str, Any]], mode: str, schema_after: bool = False
 ) -> dict[str, Any]:
-    """Chat-completion keyword arguments asking for ``request.schema`` in ``mode``."""
+    """Chat-completion keyword arguments asking for ``request.schema`` in ``mode``.
+
+    ``schema_after``: the endpoint caches a structured-output schema in front of the
+    prompt (:func:`~framekit.judges.shared_prefix.schema_leads_prefix`); a request laid out
+    for the prompt cache is then asked, in the ``json_schema`` mode, for a JSON object with
+    the schema shown after its shared part (:mod:`framekit.judges.shared_prefix`).
+    """
+    if (
+        schema_after
+        and mode == "json_schema"
+        and shared_prefix.shared_end(request.extra, messages) is not None
+    ):
+        return shared_prefix.schema_last(messages, request.schema)
     if mode == "json_schema":
         return {
             "messages": messages,
@@ -103,10 +117,7 @@ def build_call_kwargs(
             ],
             "tool_choice": {"type": "function", "function": {"name": request.schema_name}},
         }
-    instruction = (
-        "Reply with only a JSON object, no prose around it, matching this JSON schema:\n"
-        + json.dumps(request.schema)
-    )
+    instruction = shared_prefix.schema_instruction(request.schema)
     return {"messages": [*messages, {"role": "user", "content": instruction}]}
 
 

@@ -90,9 +90,15 @@ def message_text(message: Mapping[str, Any]) -> str:
     return ""
 
 
+#: How a request laid out for the prompt cache shows its answer schema, at the end of its
+#: user message (``framekit.judges.shared_prefix``): not part of what the answer is about,
+#: so that a question is answered alike whichever way its schema is asked.
+SCHEMA_SHOWN = "\n\nReply with only a JSON object, no prose around it, matching this JSON schema:"
+
+
 def subject_text(messages: Sequence[Mapping[str, Any]]) -> str:
     """The text the answer is about: the last user message holding a data block, else the
-    last user message, else ``""``.
+    last user message, else ``""``; an answer schema shown at its end is left out.
 
     Examples
     --------
@@ -107,7 +113,7 @@ def subject_text(messages: Sequence[Mapping[str, Any]]) -> str:
             continue
         text = message_text(message)
         if "[BEGIN DATA:" in text:
-            return text
+            return text.split(SCHEMA_SHOWN, 1)[0]
         if last_user is None:
             last_user = text
     return last_user or ""

@@ -19,7 +19,9 @@ from framekit.judges.endpoint import Decoding, Endpoint, Limits
 from framekit.judges.faults import Fault
 from framekit.judges.litellm import litellm_module
 from framekit.judges.litellm.call import WANTS_LOGPROBS, call_litellm, classify
+from framekit.judges.providers import provider_of
 from framekit.judges.request import ChatRequest, Mode, build_call_kwargs
+from framekit.judges.shared_prefix import mark_for_anthropic, schema_leads_prefix
 from framekit.judges.transport import RawReply, TransportName
 from framekit.judges.usage import Price
 
@@ -102,7 +104,14 @@ class LitellmTransport:
         self, request: ChatRequest, messages: list[dict[str, Any]], mode: Mode
     ) -> RawReply | Fault:
         params = self.params()
-        call = build_call_kwargs(request, messages, mode)
+        model = self.endpoint.model
+        custom_base = self.endpoint.base is not None
+        call = build_call_kwargs(request, messages, mode, schema_leads_prefix(model, custom_base))
+        if request.extra and provider_of(model) == "anthropic":
+            # Anthropic caches a prefix only up to a block marked cache_control.
+            call["messages"] = mark_for_anthropic(
+                request.extra, call["messages"], self.endpoint.model
+            )
         asks = (
             bool(request.choices)
             and self.decoding.samples == 1  # a sampled judge's confidence is its vote
