@@ -158,11 +158,9 @@ def _valid_utf8(table: Any) -> Any:
     return table
 
 
-def from_polars(result: pl.DataFrame, frame_in: FrameIn, appended: pl.DataFrame) -> Any:
-    """The scored frame in the kind the user passed (pandas keeps its index)."""
-    if frame_in.kind != "pandas":
-        return result
-    original = frame_in.original
+def pandas_result(original: Any, appended: pl.DataFrame) -> Any:
+    """The scored frame for a pandas ``original``: its columns, index kept, then the
+    ``appended`` result columns (as nullable pandas dtypes)."""
     extra = to_pandas(appended)
     extra.index = original.index
     # Replaced result columns (overwrite=True) move to the end, as they do in polars.

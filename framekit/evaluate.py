@@ -23,7 +23,7 @@ import polars as pl
 from framekit import _provenance, _secrets
 from framekit._aio import note_interrupted, run_sync
 from framekit._errors import EvaluationFailed, InputError, JudgeError
-from framekit._frames import FrameIn, from_polars, to_polars
+from framekit._frames import FrameIn, pandas_result, to_polars
 from framekit._progress import RunProgress
 from framekit._result_columns import (
     DETAIL_COLUMNS,
@@ -242,7 +242,9 @@ async def evaluate_with_stats(
     stats.provenance = _provenance.build(evs, [share.judge for share in prepared], mapping, stats)
     if show:
         print(stats.summary(), file=sys.stderr)
-    return from_polars(result, frame_in, appended), stats
+    if frame_in.kind == "pandas":  # pandas in, pandas out; any other kind gets polars
+        return pandas_result(frame_in.original, appended), stats
+    return result, stats
 
 
 def warn_if_all_failed(stats: RunStats) -> None:

@@ -245,7 +245,8 @@ class Ticket:
     tokens: int = 0
 
 
-_FREE = Ticket()
+#: The ticket of a request sent without a budget: nothing held.
+UNLIMITED = Ticket()
 
 
 class Gate:
@@ -264,12 +265,17 @@ class Gate:
         #: Prompt tokens the endpoint counted per token estimated, the most seen (>= 1).
         self.scale = 1.0
 
+    @property
+    def limited(self) -> bool:
+        """Whether the run has a budget (without one, no request needs a reservation)."""
+        return self.budget is not None
+
     async def reserve(self, messages: list[dict[str, Any]], schema: Any = None) -> Ticket:
         """Hold the most this request could cost, or a refusal saying the budget is
         reached."""
         budget = self.budget
         if budget is None:
-            return _FREE
+            return UNLIMITED
         if not self._priced:  # known to be priced: check_priced ran before the run
             self._price = await asyncio.to_thread(self.judge.pricing, batch=self.batch)
             self._priced = True

@@ -46,7 +46,7 @@ from typing import Any
 from framekit import _secrets
 from framekit._errors import JudgeConfigurationError, JudgeError
 from framekit._results import Outcome
-from framekit.engine.budget import Gate
+from framekit.engine.budget import UNLIMITED, Gate
 from framekit.engine.cache import Cache, GroupWriter, NullCache
 from framekit.engine.claims import Claims, claims_for
 from framekit.engine.limiter import Limiter, RateLimiter
@@ -545,7 +545,10 @@ class ChatExecutor(Executor):
         assert self._transport is not None, "_drive() opens the judge first"
         progress = _Progress(list(request.messages), time.perf_counter())
         while True:
-            ticket = await self._gate.reserve(progress.messages, request.schema)
+            gate = self._gate  # without a budget, no prompt is measured for it
+            ticket = (
+                await gate.reserve(progress.messages, request.schema) if gate.limited else UNLIMITED
+            )
             if ticket.refused is not None:  # the budget is reached: this row is left
                 return progress.outcome(None, ticket.refused)
             estimate = estimate_tokens(progress.messages, self.max_tokens)

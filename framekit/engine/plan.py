@@ -255,7 +255,10 @@ class ChatPlan(Mapping[str, list[Waiting]]):
                     waiting = self._waiting[key] = []
                     if len(self._kept) < KEEP_RENDERED:
                         self._kept[key] = request  # sent as rendered here
-                    self._asked[key] = _pair(pairs, judge, request)
+                    self._asked[key] = _pair(
+                        pairs, judge, request.schema_name, request.schema,
+                        request.label_field, request.choices, request.extra,
+                    )  # fmt: skip
                 waiting.append((share, record))
 
     def _plan_rendered(
@@ -287,7 +290,8 @@ class ChatPlan(Mapping[str, list[Waiting]]):
             return False
         keys, request, render = template.keys, template.request, template.render
         self._senders[id(share)] = (_sender(request), render)
-        pair = _pair(pairs, judge, request)
+        pair = _pair(pairs, judge, request.schema_name, request.schema, request.label_field,
+                     request.choices, request.extra)  # fmt: skip
         waiting_of, asked, kept = self._waiting, self._asked, self._kept
         checked = trusted = False
         for record, user in _bulk_prompts(share):
@@ -464,19 +468,23 @@ def _bulk_prompts(share: Prepared) -> Iterator[tuple[Record, str | None]]:
 
 
 def _pair(
-    pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]], judge: Judge, request: ChatRequest
+    pairs: dict[tuple[Any, ...], tuple[Judge, ChatRequest]],
+    judge: Judge,
+    name: str,
+    schema: dict[str, Any],
+    label_field: str | None,
+    choices: tuple[str, ...],
+    extra: dict[str, Any],
 ) -> tuple[Judge, ChatRequest]:
     """Who answers a key and what reading and ordering its answer need (the request's
     schema, labels and sending hints, without messages): one pair shared by every key of
     an evaluator and judge."""
     # The shape holds the schema, so its id is not reused meanwhile.
-    shared_until = tuple(request.extra.get(SHARED_UNTIL) or ())
-    ident = (id(judge), id(request.schema), request.schema_name, request.label_field,
-             request.choices, shared_until)  # fmt: skip
+    shared_until = tuple(extra.get(SHARED_UNTIL) or ())
+    ident = (id(judge), id(schema), name, label_field, choices, shared_until)
     pair = pairs.get(ident)
     if pair is None:
-        shape = ChatRequest([], request.schema_name, request.schema, request.label_field,
-                            request.choices, extra=dict(request.extra))  # fmt: skip
+        shape = ChatRequest([], name, schema, label_field, choices, extra=dict(extra))
         pair = pairs[ident] = (judge, shape)
     return pair
 

@@ -48,7 +48,14 @@ from framekit.engine.mapping import (
     computed_fields,
     mapping_sources,
 )
-from framekit.engine.records import grouped_rows, most_text, records_of, ungrouped_rows
+from framekit.engine.records import (
+    grouped_rows,
+    most_text,
+    ready_record,
+    ready_records,
+    records_of,
+    ungrouped_rows,
+)
 from framekit.evaluators.base import Evaluator
 from framekit.judges.cascade import Cascade
 from framekit.judges.judge import Judge
@@ -288,11 +295,7 @@ async def prepare(
             await fit_to_context(records, judge, most)
         share = Prepared(ev, judge, records, inverse, distinct)
         with bulk():
-            for record, deferred in zip(records, given or [False] * len(records)):
-                if deferred and record.note is None:  # (a record cut to fit is prepared)
-                    record.raw = True
-                else:
-                    _prepare_record(ev, record)
+            ready_records(ev, records, given)
         prepared.append(share)
     return prepared
 
@@ -320,7 +323,7 @@ async def prepare_one(
     evaluator cannot evaluate raises its :class:`~framekit._errors.RecordError` here."""
     record = Record({f: fields.get(f) for f in evaluator.fields})
     await fit_to_context([record], judge)
-    _prepare_record(evaluator, record, strict=True)
+    ready_record(evaluator, record, strict=True)
     return Prepared(evaluator, judge, [record], [0])
 
 
@@ -361,30 +364,5 @@ def ready(ev: Evaluator, record: Record) -> None:
     """Prepare ``record`` if it still holds the mapping's values (:attr:`Record.raw`)."""
     if record.raw:
         record.raw = False
-        _prepare_record(ev, record)
+        ready_record(ev, record)
         assert record.fields is not None, f"{type(ev).__name__} vouched for a record it settles"
-
-
-def _prepare_record(ev: Evaluator, record: Record, strict: bool = False) -> None:
-    """The evaluator's preparation of one record, in place: the record it will be asked
-    about, or settled (its error; a verdict known without a judge). ``strict``: a record
-    that cannot be evaluated raises instead."""
-    if record.fields is None:
-        return  # its rows' mapping raised: the error is already its result
-    try:
-        ready = ev.prepare(record.fields)
-    except RecordError as exc:
-        if strict:
-            raise
-        record.fail(str(exc))
-        return
-    # (asked only of an evaluator that can know one: the base class never does)
-    knows = type(ev).known_verdict is not Evaluator.known_verdict
-    known = ev.known_verdict(ready) if knows else None
-    if known is None:
-        record.fields = ready
-        return
-    # Scored without a judge (an empty retrieval): nothing to send or cache.
-    record.settle(known)
-    record.free()
-    record.latency_s = 0.0

@@ -1,4 +1,5 @@
-"""Identical rows of a frame as one distinct :class:`~framekit._results.Record` each.
+"""Identical rows of a frame as one distinct :class:`~framekit._results.Record` each, and
+each record readied by its evaluator (:func:`ready_record`).
 
 Per evaluator, the rows whose fields hold the same values are asked about once: a record's
 ``weight`` counts the rows behind it, and ``inverse`` maps each row back to its record.
@@ -15,7 +16,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from framekit._errors import RecordError
 from framekit._results import Record
+from framekit.evaluators.base import Evaluator
 
 #: The key of rows whose mapping raised, with the error (they are never asked about).
 _ROW_ERROR = "row error"
@@ -141,3 +144,39 @@ def records_of(distinct: pl.DataFrame, weights: list[int], raw: bool = False) ->
     values = [distinct.get_column(n).to_list() for n in names]
     rows = zip(zip(*values), weights)
     return [Record(dict(zip(names, row)), w, raw=raw) for row, w in rows]
+
+
+def ready_records(ev: Evaluator, records: Sequence[Record], given: Sequence[bool] | None) -> None:
+    """:func:`ready_record` each of a share's records, but those the evaluator vouches for
+    from the columns (``given``): they stay raw, waiting for the cache, and are readied
+    only if it has no answer (a record cut to fit the window is readied all the same)."""
+    for record, deferred in zip(records, given or [False] * len(records)):
+        if deferred and record.note is None:
+            record.raw = True
+        else:
+            ready_record(ev, record)
+
+
+def ready_record(ev: Evaluator, record: Record, strict: bool = False) -> None:
+    """The evaluator's preparation of one record, in place: the record it will be asked
+    about, or settled (its error; a verdict known without a judge). ``strict``: a record
+    that cannot be evaluated raises instead."""
+    if record.fields is None:
+        return  # its rows' mapping raised: the error is already its result
+    try:
+        ready = ev.prepare(record.fields)
+    except RecordError as exc:
+        if strict:
+            raise
+        record.fail(str(exc))
+        return
+    # (asked only of an evaluator that can know one: the base class never does)
+    knows = type(ev).known_verdict is not Evaluator.known_verdict
+    known = ev.known_verdict(ready) if knows else None
+    if known is None:
+        record.fields = ready
+        return
+    # Scored without a judge (an empty retrieval): nothing to send or cache.
+    record.settle(known)
+    record.free()
+    record.latency_s = 0.0
