@@ -22,8 +22,9 @@ simulator is no provider's endpoint) and, from the same token counts, ``openai/g
 answers in about 20 tokens; a real judge's explanation is longer, so real output costs
 are higher than these.
 
-The rows of issue 42's prompt layouts (before/after) and of a cached prefix are added by
-:func:`layout_rows` (left to the prompt-layout work; ``None`` until then).
+The rows of issue 42's prompt layouts (:func:`layout_rows`): the same workload with the
+template versions from before the layouts (v1 of the context evaluators), the default
+ones (the ``direct`` run), and what the simulator's prompt cache gave the default layout.
 
     PYTHONPATH=. .venv/bin/python benchmarks/bench_cost.py [--wikiqa-rows N]
 """
@@ -151,12 +152,34 @@ def also_priced(mode: dict[str, Any], prices: dict[str, dict[str, float]], batch
     return out
 
 
-def layout_rows(workload: str) -> dict[str, Any]:
-    """LAYOUTS: the rows of issue 42's prompt layouts, filled in by that work: the same
-    workload with the old template versions (``layouts_before``), the new ones
-    (``layouts_after``) and with the provider's prompt cache warm (``cached_prefix``),
-    each a mode dict as :func:`run_mode` returns. ``None`` until then."""
-    return {"layouts_before": None, "layouts_after": None, "cached_prefix": None}
+def before_layouts(evaluators: list[Any]) -> list[Any]:
+    """The same evaluators with the template versions from before the prompt layouts: v1
+    for each evaluator whose default is the layout laid out for the provider's cache."""
+    return [type(ev)(version="v1") if ev.version == "v2" else ev for ev in evaluators]
+
+
+def layout_rows(
+    sim: Any, workload: Any, cache: Path, price: dict[str, float], after: dict[str, Any]
+) -> dict[str, Any]:
+    """The rows of issue 42's prompt layouts: the workload scored with the template
+    versions from before (``layouts_before``, a cold cache), the default ones
+    (``layouts_after``: the ``direct`` run), and what the simulator's prompt cache (by
+    OpenAI's rule) gave the default layout (``cached_prefix``)."""
+    df, evaluators, mapping = workload
+    before = run_mode(sim, (df, before_layouts(evaluators), mapping), cache, price, batch=False)
+    before.pop("counts")
+    prompt = after["prompt_tokens"]
+    return {
+        "layouts_before": before,
+        "layouts_after": {"same_as": "direct"},
+        "cached_prefix": {
+            "cached_prompt_tokens": after["cached_prompt_tokens"],
+            "share_of_prompt_tokens": after["cached_prompt_tokens"] / prompt if prompt else None,
+            "saved_usd": after["saved_usd"].get("prompt_cache"),
+            "note": "a prefix is cached from 1,024 tokens: rows whose documents are shorter "
+            "share none (see prefix_cache.json for ~3,000-token documents)",
+        },
+    }
 
 
 def measure(name: str, workload: Any, prices: dict[str, dict[str, float]]) -> dict[str, Any]:
@@ -170,6 +193,7 @@ def measure(name: str, workload: Any, prices: dict[str, dict[str, float]]) -> di
         direct = run_mode(sim, workload, Path(tmp) / "direct", price, batch=False)
         batch = run_mode(sim, workload, Path(tmp) / "batch", price, batch=True)
         warm = run_mode(sim, workload, Path(tmp) / "direct", price, batch=False)
+        layouts = layout_rows(sim, workload, Path(tmp) / "before", price, direct)
     modes = {"direct": direct, "batch": batch, "cache_warm": warm}
     for mode_name, mode in modes.items():
         mode["cost_per_1000_rows_at_other_list_prices_usd"] = also_priced(
@@ -183,7 +207,7 @@ def measure(name: str, workload: Any, prices: dict[str, dict[str, float]]) -> di
         "rows": direct["rows"],
         "evaluators": [ev.name for ev in workload[1]],
         "modes": modes,
-        **layout_rows(name),
+        **layouts,
         "cost_per_1000_rows_usd": per_1000,
         "ratio_to_direct": {k: (v / base if base else None) for k, v in per_1000.items()},
     }

@@ -16,8 +16,7 @@ from framekit._errors import InputError
 from framekit.cli.options import (
     ENV_HELP,
     STDOUT,
-    add_max_cost_argument,
-    add_price_argument,
+    add_judge_arguments,
     builtin_names,
     cache_of,
     check_output,
@@ -26,7 +25,6 @@ from framekit.cli.options import (
     judge_of,
     mapping_of,
     output_file,
-    positive_float,
     positive_int,
 )
 from framekit.cli.traces import add_trace_arguments, run_traces
@@ -98,28 +96,7 @@ def add_parser(sub: Any) -> None:
         help="offline judge: the share of relevant pairs you expect (default WikiQA's, about "
         "0.05); its relevance confidences, which --cascade escalates by, are moved to it",
     )
-    ev.add_argument(
-        "--cascade",
-        metavar="JUDGES",
-        help="comma-separated judges, cheapest first (e.g. local,openai/gpt-4o-mini): a "
-        "row goes to the next judge while its confidence is below --escalate-below",
-    )
-    ev.add_argument(
-        "--escalate-below",
-        metavar="T[,T...]",
-        help="with --cascade: one confidence threshold in [0, 1] per judge but the last",
-    )
-    ev.add_argument("--api-base", metavar="URL", help="endpoint of the judge (every model stage)")
-    ev.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
-    )
-    add_price_argument(ev)
-    add_max_cost_argument(ev)
-    ev.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
-    ev.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
-    ev.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
+    add_judge_arguments(ev)
     ev.add_argument(
         "--processes",
         type=positive_int,

@@ -156,6 +156,36 @@ def _limits(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def add_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that say how the judge is reached and paced, shared by the scoring
+    commands: ``--cascade``, ``--escalate-below``, ``--api-base``, ``--api-key-env``,
+    ``--price``, ``--max-cost``, ``--rpm``, ``--tpm`` and ``--concurrency``."""
+    parser.add_argument(
+        "--cascade",
+        metavar="JUDGES",
+        help="comma-separated judges, cheapest first (e.g. local,openai/gpt-4o-mini): a "
+        "row goes to the next judge while its confidence is below --escalate-below",
+    )
+    parser.add_argument(
+        "--escalate-below",
+        metavar="T[,T...]",
+        help="with --cascade: one confidence threshold in [0, 1] per judge but the last",
+    )
+    parser.add_argument(
+        "--api-base", metavar="URL", help="endpoint of the judge (every model stage)"
+    )
+    parser.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
+    )
+    add_price_argument(parser)
+    add_max_cost_argument(parser)
+    parser.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
+    parser.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
+    parser.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
+
+
 def add_price_argument(parser: argparse.ArgumentParser) -> None:
     """``--price input=2,output=8,cached_input=0.5``: the judge's price (every model stage)."""
     parser.add_argument(

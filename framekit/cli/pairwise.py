@@ -15,15 +15,12 @@ from typing import Any
 from framekit._errors import InputError
 from framekit.cli.options import (
     ENV_HELP,
-    add_max_cost_argument,
-    add_price_argument,
+    add_judge_arguments,
     cache_of,
     check_output,
     command,
     judge_of,
     mapping_of,
-    positive_float,
-    positive_int,
 )
 
 EXAMPLES = """\
@@ -85,21 +82,7 @@ def add_parser(sub: Any) -> None:
         metavar="MODEL",
         help="litellm model string, or 'local' (default: $FRAMEKIT_JUDGE, else local)",
     )
-    cmd.add_argument("--cascade", metavar="JUDGES", help="comma-separated judges, cheapest first")
-    cmd.add_argument(
-        "--escalate-below", metavar="T[,T...]", help="with --cascade: confidence thresholds"
-    )
-    cmd.add_argument("--api-base", metavar="URL", help="endpoint of the judge")
-    cmd.add_argument(
-        "--api-key-env",
-        metavar="NAME",
-        help="environment variable holding the API key (default FRAMEKIT_API_KEY)",
-    )
-    add_price_argument(cmd)
-    add_max_cost_argument(cmd)
-    cmd.add_argument("--rpm", type=positive_float, help="requests per minute to stay under")
-    cmd.add_argument("--tpm", type=positive_float, help="tokens per minute to stay under")
-    cmd.add_argument("--concurrency", type=positive_int, help="requests in flight (default 16)")
+    add_judge_arguments(cmd)
     cmd.add_argument("--batch", action="store_true", help="send through the provider's batch API")
     group = cmd.add_mutually_exclusive_group()
     group.add_argument("--cache", metavar="DIR", help="response cache directory")

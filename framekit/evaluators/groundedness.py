@@ -192,10 +192,12 @@ class Groundedness(ClaimsEvaluator):
     explanation lists the claims; with ``details=True`` the ``groundedness_details``
     column holds them as JSON (``Score.metadata["details"]`` from :meth:`score`).
 
-    The template (``version="v1"``) follows Ragas faithfulness, TruLens groundedness,
+    The rubric (``version="v1"``) follows Ragas faithfulness, TruLens groundedness,
     Phoenix's hallucination template and DeepEval faithfulness; its file says where it
     differs (one call, document numbers, a claim neither supported nor contradicted is
-    unsupported).
+    unsupported). The default, ``version="v2"``, asks the same rubric with the documents
+    sent first, shared with the row's other context evaluators for the provider's prompt
+    cache.
 
     Fields: ``output`` (the response) and ``context`` (a string, or a list of documents,
     numbered inside one block); optional ``input`` (the request: it helps the judge read
@@ -218,7 +220,7 @@ class Groundedness(ClaimsEvaluator):
     include_inputs
         ``False``: the request is not shown to the judge.
     version
-        Template version (``"v1"``).
+        Template version (default ``"v2"``; ``"v1"`` sends the rubric before the data).
 
     Notes
     -----

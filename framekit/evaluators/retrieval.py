@@ -85,10 +85,12 @@ class _ContextEvaluator(RubricEvaluator):
 class RetrievalRelevance(_ContextEvaluator):
     """Whether the retrieved context is relevant to the request: relevant 1.0, irrelevant 0.0.
 
-    The default template (``version="v1"``) follows Arize Phoenix's Retrieval Relevance:
-    context is relevant when it helps answer the request, even when mixed with unrelated
-    material; it is irrelevant when it concerns a different entity or time period, is only
-    tangentially related, or is empty or an error. ``version="v0"`` is framekit's first
+    The rubric (``version="v1"``) follows Arize Phoenix's Retrieval Relevance: context is
+    relevant when it helps answer the request, even when mixed with unrelated material; it
+    is irrelevant when it concerns a different entity or time period, is only tangentially
+    related, or is empty or an error. The default, ``version="v2"``, asks the same rubric
+    with the documents and the request sent first, shared with the row's other context
+    evaluators for the provider's prompt cache. ``version="v0"`` is framekit's first
     rubric, kept to reproduce earlier runs.
 
     Fields: ``input`` (the request) and ``context`` (a string, or a list of documents that
@@ -123,10 +125,12 @@ class ContextRelevance(_ContextEvaluator):
     """How relevant a list of retrieved documents is to the request, taken together.
 
     Labels and scores: high 1.0, medium 0.5, low 0.0, with the judge's reasoning; passes
-    at >= 0.5. The default template (``version="v1"``) follows Fiddler's ContextRelevance:
-    high when the documents directly answer the query, medium when they are on topic but
-    not a complete answer, low when they are off topic; irrelevant documents beside one
-    that answers do not lower the label. ``version="v0"`` is framekit's first rubric.
+    at >= 0.5. The rubric (``version="v1"``) follows Fiddler's ContextRelevance: high when
+    the documents directly answer the query, medium when they are on topic but not a
+    complete answer, low when they are off topic; irrelevant documents beside one that
+    answers do not lower the label. The default, ``version="v2"``, asks the same rubric
+    laid out for the provider's prompt cache (the row's documents and request first).
+    ``version="v0"`` is framekit's first rubric.
 
     Fields: ``input`` (the request; Fiddler's ``user_query`` is accepted as its name in
     ``mapping=`` and :meth:`score`) and ``context`` (a list of documents, numbered
