@@ -15,7 +15,7 @@ import numpy as np
 
 from framekit._errors import InputError, RecordError
 from framekit.evaluators import _prompt
-from framekit.evaluators.base import Evaluator, Verdict
+from framekit.evaluators.base import Evaluator, Fields, Vectors, Verdict
 from framekit.evaluators.rubric import require_nonempty
 from framekit.evaluators.templates import DEFAULT_VERSION, TemplateSpec, load_template
 from framekit.judges.request import ChatRequest
@@ -257,12 +257,7 @@ class AnswerRelevancy(Evaluator):
         return model if isinstance(model, str) else str(model.model_id)
 
     # -- answer -----------------------------------------------------------------------
-    def verdict(
-        self,
-        record: Mapping[str, Any],
-        answer: Mapping[str, Any],
-        vectors: list[np.ndarray] | None = None,
-    ) -> Verdict:
+    def verdict(self, record: Fields, answer: Fields, vectors: Vectors = None) -> Verdict:
         questions = self.questions(answer)
         if vectors is None or len(vectors) != len(questions) + 1:
             raise RecordError("the questions were not embedded")

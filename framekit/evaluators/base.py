@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping
 from numbers import Real
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias, TypedDict
 
 from framekit._errors import InputError, JudgeConfigurationError, MappingError, RecordError
 from framekit._record_scorer import installed as record_scorer
@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from framekit.judges.resolve import JudgeLike
     from framekit.judges.transport import EmbeddingBackend
 from framekit.judges.request import ChatRequest
+
+#: A record's fields, or a judge's parsed answer: a field's or a property's name -> value.
+Fields: TypeAlias = Mapping[str, Any]
+#: The embeddings an evaluator asked for, one per text it named (``None``: it asked none).
+Vectors: TypeAlias = "list[np.ndarray] | None"
 
 #: ``reference`` is the text a response or the documents are checked against: the
 #: reference (gold) answer for ContextRecall, as Ragas names it, and whatever a copied
@@ -274,12 +279,7 @@ class Evaluator(ABC):
         raise NotImplementedError(f"{type(self).__name__} embeds nothing")
 
     @abstractmethod
-    def verdict(
-        self,
-        record: Mapping[str, Any],
-        answer: Mapping[str, Any],
-        vectors: list[np.ndarray] | None = None,
-    ) -> Verdict:
+    def verdict(self, record: Fields, answer: Fields, vectors: Vectors = None) -> Verdict:
         """Read the judge's parsed answer (and any embeddings) into a verdict."""
 
     def label_scores(self) -> Mapping[str, float]:

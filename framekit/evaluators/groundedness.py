@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from framekit._errors import InputError, RecordError
 from framekit.evaluators import _claims, _prompt
-from framekit.evaluators.base import Evaluator, Verdict
+from framekit.evaluators.base import Evaluator, Fields, Vectors, Verdict
 from framekit.evaluators.rubric import as_documents, require_nonempty, shared_extra
 from framekit.evaluators.templates import TemplateSpec, load_template, shared_until
 from framekit.judges.request import ChatRequest
@@ -118,12 +118,7 @@ class ClaimsEvaluator(Evaluator):
     def cache_namespace(self) -> str:
         return f"{self.template_name}:{self.version}"
 
-    def verdict(
-        self,
-        record: Mapping[str, Any],
-        answer: Mapping[str, Any],
-        vectors: list[np.ndarray] | None = None,
-    ) -> Verdict:
+    def verdict(self, record: Fields, answer: Fields, vectors: Vectors = None) -> Verdict:
         # The claims come from the text, written to stand alone with words of the request.
         source = f"{record[self.claims_field]}\n{record.get('input') or ''}"
         claims = _claims.read_claims(answer, len(record["context"]), source, self.subject)

@@ -20,7 +20,9 @@ from framekit.evaluators.base import (
     FIELD_ALIASES,
     FIELDS,
     Evaluator,
+    Fields,
     Scoring,
+    Vectors,
     Verdict,
 )
 from framekit.evaluators.templates import (
@@ -33,7 +35,6 @@ from framekit.judges.request import ChatRequest, answer_text
 from framekit.judges.shared_prefix import SHARED_UNTIL
 
 if TYPE_CHECKING:
-    import numpy as np
     from typing_extensions import Unpack
 
     from framekit.evaluators.base import EvaluatorOptions
@@ -314,12 +315,7 @@ class RubricEvaluator(Evaluator):
         return f"{self.template_name or self.name}:{self.version}"
 
     # -- answer -----------------------------------------------------------------------
-    def verdict(
-        self,
-        record: Mapping[str, Any],
-        answer: Mapping[str, Any],
-        vectors: list[np.ndarray] | None = None,
-    ) -> Verdict:
+    def verdict(self, record: Fields, answer: Fields, vectors: Vectors = None) -> Verdict:
         label = str(answer["label"])
         return Verdict(self.choices[label], label, answer_text(answer.get("explanation")))
 

@@ -49,25 +49,16 @@ async def run_parquet(
 ) -> ParquetRun:
     """Score a Parquet source (or DuckDB relation) in this process, slice by slice: the
     local engine of :func:`framekit.evaluate_parquet`."""
-    with spending_limit(options.max_cost_usd):  # one budget over every slice
-        return await _run_parquet(source, destination, evaluators, mapping, options)
-
-
-async def _run_parquet(
-    source: SourceLike,
-    destination: str | os.PathLike[str],
-    evaluators: Evaluator | Sequence[Evaluator],
-    mapping: Mapping[str, MappingValue] | None,
-    options: ParquetOptions,
-) -> ParquetRun:
     dest = Path(destination)
-    if _is_duckdb_relation(source):
+    with spending_limit(options.max_cost_usd):  # one budget over every slice
+        if not _is_duckdb_relation(source):
+            files = resolve_sources(source)
+            return await _evaluate_files(files, None, dest, evaluators, mapping, options)
         with _materialised(source, dest) as (path, identity):
             label = source_label(source)
             return await _evaluate_files(
                 [path], identity, dest, evaluators, mapping, options, label
             )
-    return await _evaluate_files(resolve_sources(source), None, dest, evaluators, mapping, options)
 
 
 async def _evaluate_files(
