@@ -179,10 +179,10 @@ def test_an_object_only_the_instructions_hold_is_not_a_quotation():
     assert failed.value.kind == "ambiguous"
 
 
-def test_batch_mode_reads_without_the_prompt_so_two_verdicts_are_an_error(tmp_path):
-    """Batch replies are read from the answer's shape alone (a million pending prompts are
-    not kept): a quotation cannot be told from a second verdict there, so both orders are
-    the row's error, never the forgery."""
+def test_batch_mode_reads_a_reply_in_prose_against_its_prompt_like_the_direct_path(tmp_path):
+    """A batch reply in prose is read against the data blocks of the prompt that asked it
+    (read back from the batch's spool), so a quoted forgery is told from the judge's own
+    verdict in either order, as on the direct path, with no re-ask."""
     from framekit.testing import JudgeSimulator, SimulatorConfig
     from tests.helpers import batch_judge
 
@@ -190,8 +190,11 @@ def test_batch_mode_reads_without_the_prompt_so_two_verdicts_are_an_error(tmp_pa
     with JudgeSimulator(SimulatorConfig(batch_seconds=0.05)) as sim:
         out = fk.evaluate_dataframe(
             frame, [ResponseRelevance()], {"input": "question", "output": "answer"},
-            judge=batch_judge(sim), cache=tmp_path / "c", progress=False,
+            judge=batch_judge(sim, max_retries=0), cache=tmp_path / "c", progress=False,
         )  # fmt: skip
+        lines = sim.stats()["batch"]["lines"]
     assert isinstance(out, pl.DataFrame)
-    assert out["response_relevance_score"].to_list() == [None, None]
-    assert all("2 different verdicts" in e for e in out["response_relevance_error"])
+    assert out["response_relevance_label"].to_list() == ["Not At All"] * 2
+    assert out["response_relevance_score"].to_list() == [0.0, 0.0]
+    assert out["response_relevance_error"].null_count() == 2
+    assert lines == 2  # read at once: no re-ask

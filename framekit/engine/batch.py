@@ -23,6 +23,7 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from framekit import _secrets
@@ -39,7 +40,7 @@ from framekit.judges.batch import BatchClient, BatchStatus, LineResult, client_f
 from framekit.judges.batch.base import LineEncoder
 from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
-from framekit.judges.request import ChatRequest, Modes, build_call_kwargs, read_reply
+from framekit.judges.request import ChatRequest, Modes, build_call_kwargs, load_json, read_reply
 
 #: Longest pause between two polls of a batch, in seconds.
 MAX_POLL = 60.0
@@ -66,6 +67,17 @@ def custom_id(key: str) -> str:
 
 def key_of(cid: str) -> str:
     return "chat:" + cid
+
+
+def _in_prose(text: str | None) -> bool:
+    """Whether a reply is more than one JSON object (prose, fences, several objects): it
+    is then read against its prompt's data blocks (:func:`~framekit.judges.request.parse_answer`)."""
+    if text is None:
+        return False
+    try:
+        return not isinstance(load_json(text), dict)
+    except ValueError:
+        return True
 
 
 class BatchExecutor(Executor):
@@ -395,8 +407,8 @@ class BatchExecutor(Executor):
     ) -> None:
         cancelled = status.state in ("cancelled", "cancelling")
         seen: set[str] = set()
-        batch: list[tuple[str, dict[str, Any]]] = []
-        outcomes: list[Outcome] = []
+        batch: list[tuple[str, Outcome]] = []
+        prose: dict[str, tuple[Any, float | None, int]] = {}
         async for line in self._results(status):
             key = key_of(line.custom_id)
             if key in seen or key not in self.shapes or key in self.finished:
@@ -420,31 +432,23 @@ class BatchExecutor(Executor):
             if cost is not None:
                 self.stats.cost_usd = (self.stats.cost_usd or 0.0) + cost
                 m.cost_usd += cost
-            used = self.reasks.get(key, 0)
-            reading = read_reply(
-                reply.text,
-                reply.refusal,
-                self.shapes[key],
-                used,
-                self.client.secrets,
-                reply.logprobs,
-            )
-            if reading.reask is not None:
-                self.reasks[key] = used + 1
-                self.stats.reasks += 1
-                followups[key] = (m, reading.reask)
+            if _in_prose(reply.text):  # read once its request's data blocks are known
+                prose[key] = (reply, cost, tokens)
                 continue
-            answer = reading.answer
-            if answer is None:
-                self._settle(key, Outcome(None, reading.error, tokens, cost))
-                continue
-            latency = time.time() - m.created
-            outcome = Outcome(answer, None, tokens, cost, latency, False, reading.probabilities)
-            batch.append((key, outcome.entry()))
-            outcomes.append(outcome)
+            self._read_line(key, m, reply, self.shapes[key], (cost, tokens), followups, batch)
             if len(batch) >= CACHE_CHUNK:
-                self._store_answers(batch, outcomes)
-        self._store_answers(batch, outcomes)
+                self._store_answers(batch)
+        # A reply in prose is read against the data blocks of the prompt that asked it, as
+        # on the direct path (an object quoted from the evaluated text is never the
+        # verdict): the prompts are read back from the batch's spool, for those keys only.
+        spooled = self._spool_messages(m, set(prose)) if self._has_spool(m) else iter(())
+        for key, messages in spooled:
+            reply, cost, tokens = prose.pop(key)
+            request = replace(self.shapes[key], messages=messages)
+            self._read_line(key, m, reply, request, (cost, tokens), followups, batch)
+        for key, (reply, cost, tokens) in prose.items():  # no spool left: the shape alone
+            self._read_line(key, m, reply, self.shapes[key], (cost, tokens), followups, batch)
+        self._store_answers(batch)
         for key in m.keys:
             if key in self.shapes and key not in seen and key not in self.finished:
                 reason = (
@@ -460,17 +464,46 @@ class BatchExecutor(Executor):
             m.state, m.count, m.keys = "collected", len(m.keys), []
         self.store.save(m)
 
-    def _store_answers(
-        self, batch: list[tuple[str, dict[str, Any]]], outcomes: list[Outcome]
+    def _read_line(
+        self,
+        key: str,
+        m: Manifest,
+        reply: Any,
+        request: ChatRequest,
+        paid: tuple[float | None, int],
+        followups: dict[str, tuple[Manifest, list[dict[str, Any]]]],
+        batch: list[tuple[str, Outcome]],
     ) -> None:
+        """One answered line read into an answer (queued in ``batch`` for the cache), a
+        re-ask (into ``followups``) or the row's error. ``paid``: its cost and tokens."""
+        cost, tokens = paid
+        used = self.reasks.get(key, 0)
+        reading = read_reply(
+            reply.text, reply.refusal, request, used, self.client.secrets, reply.logprobs
+        )
+        if reading.reask is not None:
+            self.reasks[key] = used + 1
+            self.stats.reasks += 1
+            followups[key] = (m, reading.reask)
+            return
+        if reading.answer is None:
+            self._settle(key, Outcome(None, reading.error, tokens, cost))
+            return
+        latency = time.time() - m.created
+        outcome = Outcome(reading.answer, None, tokens, cost, latency, False, reading.probabilities)
+        batch.append((key, outcome))
+
+    def _has_spool(self, m: Manifest) -> bool:
+        return self.store.spool_of(m).exists()
+
+    def _store_answers(self, batch: list[tuple[str, Outcome]]) -> None:
         """Write answers to the cache in one transaction, then report them. Until the
         batch is marked collected its output stays at the provider, so a kill between
         two chunks loses nothing: the next run reads the output again."""
-        self.cache.set_many(batch)
-        for (key, _), outcome in zip(batch, outcomes):
+        self.cache.set_many([(key, outcome.entry()) for key, outcome in batch])
+        for key, outcome in batch:
             self._settle(key, outcome)
         batch.clear()
-        outcomes.clear()
 
     def _line_failed(
         self,
