@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,3 +146,22 @@ def read_only(path: Path) -> Iterator[None]:
     finally:
         for p, mode in modes.items():
             p.chmod(mode)
+
+
+class RawClient:
+    """Keep-alive raw HTTP to one simulator's chat endpoint, for tests of the simulator
+    itself: thousands of requests in a second or two, no client library in between."""
+
+    def __init__(self, sim: JudgeSimulator) -> None:
+        self.connection = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
+
+    def post(self, payload: dict[str, Any]) -> tuple[int, Any]:
+        """``(status, decoded body)`` of one ``POST /v1/chat/completions``."""
+        self.connection.request(
+            "POST",
+            "/v1/chat/completions",
+            json.dumps(payload),
+            {"content-type": "application/json"},
+        )
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())

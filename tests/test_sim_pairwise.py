@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import http.client
 import json
 import math
 from typing import Any
@@ -13,11 +12,11 @@ import pytest
 import framekit as fk
 from framekit.evaluators import ClassificationEvaluator
 from framekit.judges.logprobs import label_probabilities, logprobs_content
-from framekit.testing import JudgeSimulator, PairwiseJudge, SimulatorConfig
+from framekit.testing import PairwiseJudge, SimulatorConfig
 from framekit.testing._sim_answers import expected_choice, subject_text
 from framekit.testing._sim_pairwise import qualities
 from framekit.testing.simulator import _parse_args
-from tests.helpers import batch_judge
+from tests.helpers import RawClient, batch_judge
 
 PAIRWISE = ["A", "B", "tie"]
 
@@ -45,22 +44,13 @@ def body(first: str, second: str, labels: list[str] = PAIRWISE, model: str = "si
     }
 
 
-class Raw:
-    """Keep-alive raw HTTP to one simulator: hundreds of verdicts in well under a second."""
+class Raw(RawClient):
+    """:class:`~tests.helpers.RawClient` that reads a 200's body, and asks pairs."""
 
-    def __init__(self, sim: JudgeSimulator) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
-
-    def post(self, payload: dict[str, Any]) -> dict[str, Any]:
-        self.connection.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps(payload),
-            {"content-type": "application/json"},
-        )
-        response = self.connection.getresponse()
-        assert response.status == 200
-        return json.loads(response.read())
+    def post(self, payload: dict[str, Any]) -> dict[str, Any]:  # type: ignore[override]
+        status, answer = super().post(payload)
+        assert status == 200
+        return answer
 
     def verdicts(self, pairs: list[tuple[float, float]], **kw: Any) -> list[str]:
         """The label answered for each (quality of A, quality of B), one request each."""

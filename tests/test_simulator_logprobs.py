@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import http.client
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -28,7 +27,7 @@ from framekit.testing._sim_logprobs import (  # noqa: E402
     noisy_verdict,
 )
 from framekit.testing.simulator import _parse_args  # noqa: E402
-from tests.helpers import MAPPING, batch_judge  # noqa: E402
+from tests.helpers import MAPPING, RawClient, batch_judge  # noqa: E402
 
 litellm.suppress_debug_info = True
 
@@ -72,26 +71,9 @@ def body(
     return out
 
 
-class Raw:
-    """Keep-alive raw HTTP to one simulator: thousands of requests in a second or two."""
-
-    def __init__(self, sim: JudgeSimulator) -> None:
-        self.connection = http.client.HTTPConnection("127.0.0.1", sim.port, timeout=10)
-
-    def post(self, payload: dict[str, Any]) -> tuple[int, Any]:
-        self.connection.request(
-            "POST",
-            "/v1/chat/completions",
-            json.dumps(payload),
-            {"content-type": "application/json"},
-        )
-        response = self.connection.getresponse()
-        return response.status, json.loads(response.read())
-
-
 @pytest.fixture
-def raw(judge_simulator: JudgeSimulator) -> Iterator[Raw]:
-    client = Raw(judge_simulator)
+def raw(judge_simulator: JudgeSimulator) -> Iterator[RawClient]:
+    client = RawClient(judge_simulator)
     yield client
     client.connection.close()
 
@@ -185,7 +167,7 @@ def test_logprobs_come_only_when_asked(raw):
 
 
 def noisy_run(
-    raw: Raw, model: str, rows: int, labels: list[str], seed: int = 0
+    raw: RawClient, model: str, rows: int, labels: list[str], seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """(reported confidence, right?) for ``rows`` requests whose truth is random."""
     rng = np.random.default_rng(seed)
@@ -202,7 +184,7 @@ def noisy_run(
 
 def test_calibrated_noisy_judge_is_right_about_as_often_as_it_says(simulator_factory):
     sim = simulator_factory(noisy_judges={"weak": NoisyJudge(0.75, seed=3)})
-    client = Raw(sim)
+    client = RawClient(sim)
     confidence, right = noisy_run(client, "weak", 2000, BINARY)
     assert right.mean() == pytest.approx(0.75, abs=0.03)
     for low, high in [(0.5, 0.7), (0.7, 0.85), (0.85, 1.0)]:
@@ -213,7 +195,7 @@ def test_calibrated_noisy_judge_is_right_about_as_often_as_it_says(simulator_fac
 
 def test_miscalibrated_noisy_judge_is_sure_of_its_wrong_answers(simulator_factory):
     sim = simulator_factory(noisy_judges={"weak": {"accuracy": 0.75, "calibrated": False}})
-    confidence, right = noisy_run(Raw(sim), "weak", 1000, FIVE)
+    confidence, right = noisy_run(RawClient(sim), "weak", 1000, FIVE)
     assert right.mean() == pytest.approx(0.75, abs=0.04)
     assert confidence[~right].min() >= 0.9
     assert confidence.mean() - right.mean() > 0.15
@@ -221,7 +203,7 @@ def test_miscalibrated_noisy_judge_is_sure_of_its_wrong_answers(simulator_factor
 
 def test_one_simulator_serves_two_judges_and_counts_requests_per_model(simulator_factory):
     sim = simulator_factory(noisy_judges={"weak": NoisyJudge(0.75), "strong": NoisyJudge(0.95)})
-    client = Raw(sim)
+    client = RawClient(sim)
     weak_conf, weak_right = noisy_run(client, "weak", 600, BINARY)
     strong_conf, strong_right = noisy_run(client, "strong", 300, BINARY)
     assert sim.stats()["by_model"] == {"weak": 600, "strong": 300}
@@ -232,7 +214,7 @@ def test_one_simulator_serves_two_judges_and_counts_requests_per_model(simulator
 def test_noisy_answers_repeat_for_the_same_request_and_match_the_pure_model(simulator_factory):
     judge = NoisyJudge(0.6, seed=9)
     sim = simulator_factory(noisy_judges={"*": judge})
-    client = Raw(sim)
+    client = RawClient(sim)
     text = "the same row @sim(truth=Neutral/Mixed)"
     answers = [client.post(body(text, FIVE, model="any"))[1] for _ in range(3)]
     labels = {json.loads(a["choices"][0]["message"]["content"])["label"] for a in answers}
@@ -262,7 +244,7 @@ def test_noisy_judge_config_survives_the_json_round_trip_of_a_subprocess():
 
 def test_truth_outside_the_labels_is_a_bad_request(simulator_factory):
     sim = simulator_factory(noisy_judges={"*": NoisyJudge(0.8)})
-    status, out = Raw(sim).post(body("q @sim(truth=maybe)", BINARY))
+    status, out = RawClient(sim).post(body("q @sim(truth=maybe)", BINARY))
     assert status == 400 and "truth" in out["error"]["message"]
 
 

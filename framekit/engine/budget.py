@@ -46,13 +46,10 @@ from framekit._fault import Fault
 from framekit._result_columns import column
 from framekit.engine.savings import batch_saving, prompt_cache_saving
 from framekit.judges.pricing import UNKNOWN_COST
-from framekit.judges.usage import Price
+from framekit.judges.usage import CHARS_PER_TOKEN, Price
 
 #: How every budget error begins (the rows left are found by it).
 BUDGET_REACHED = "budget reached"
-#: Characters per prompt token assumed by the reservation (the dry run's and the
-#: limiter's rule: no tokenizer is loaded).
-CHARS_PER_TOKEN = 4
 #: Tokens a chat message costs beyond its text (role and separators), rounded up.
 MESSAGE_OVERHEAD_TOKENS = 4
 #: The most a reservation's prompt estimate is scaled up by what replies counted: one
@@ -265,6 +262,12 @@ class Gate:
         #: Prompt tokens the endpoint counted per token estimated, the most seen (>= 1).
         self.scale = 1.0
 
+    def _pricing(self) -> Price | None:
+        """The judge's price, looked up on first use only (not once a reply)."""
+        if not self._priced:
+            self._price, self._priced = self.judge.pricing(batch=self.batch), True
+        return self._price
+
     @property
     def limited(self) -> bool:
         """Whether the run has a budget (without one, no request needs a reservation)."""
@@ -276,10 +279,9 @@ class Gate:
         budget = self.budget
         if budget is None:
             return UNLIMITED
-        if not self._priced:  # known to be priced: check_priced ran before the run
-            self._price = await asyncio.to_thread(self.judge.pricing, batch=self.batch)
-            self._priced = True
-        price = self._price
+        if not self._priced:  # looked up once, off the loop (a list price imports litellm)
+            await asyncio.to_thread(self._pricing)
+        price = self._pricing()
         tokens = prompt_tokens(messages, schema)
         scaled = round(tokens * self.scale)
         most = 0.0 if price is None else price.cost(scaled, self.judge.max_tokens)
@@ -292,9 +294,7 @@ class Gate:
         :class:`~framekit._fault.Fault` or ``None`` (cancelled: nothing known billed)."""
         billed = reply is not None and not isinstance(reply, Fault)
         if billed and (reply.cached_tokens or reply.written_tokens):
-            self.stats.saved_prompt_cache_usd += prompt_cache_saving(
-                reply, self.judge.pricing(batch=self.batch)
-            )
+            self.stats.saved_prompt_cache_usd += prompt_cache_saving(reply, self._pricing())
         if self.budget is None or ticket.refused is not None:
             return
         cost = 0.0

@@ -46,6 +46,7 @@ from framekit.judges.judge import Judge
 from framekit.judges.local.likelihood import LikelihoodHooks, likelihood_key
 from framekit.judges.pricing import UNKNOWN_COST, Price
 from framekit.judges.resolve import JudgeLike, JudgeResolver
+from framekit.judges.usage import CHARS_PER_TOKEN
 
 #: Assumed length of one judge answer (an explanation of a few sentences and a label).
 ANSWER_TOKENS = 120
@@ -271,7 +272,7 @@ def plan_requests(
         if key in hits:
             continue
         expected[name] = expected.get(name, 0.0) + reach
-        prompt = chars // 4
+        prompt = chars // CHARS_PER_TOKEN
         plan.prompt_tokens += round(prompt * reach)
         plan.answer_tokens += round(ANSWER_TOKENS * reach)
         plan.batch_requests += int(sender.batch)

@@ -58,6 +58,7 @@ from framekit.judges.faults import Fault, raise_for_run
 from framekit.judges.judge import Judge
 from framekit.judges.request import ChatRequest, Modes, read_reply
 from framekit.judges.transport import RawReply, Transport
+from framekit.judges.usage import CHARS_PER_TOKEN
 
 #: A run that sent at least this many requests with this process's CPU at least this busy
 #: (CPU seconds per second) was held back by the client: the summary says so.
@@ -254,9 +255,9 @@ async def stream(
 
 
 def estimate_tokens(messages: list[dict[str, Any]], max_tokens: int) -> int:
-    """Rough pre-call estimate for the TPM bucket (about 4 characters a token)."""
+    """Rough pre-call estimate for the TPM bucket (:data:`CHARS_PER_TOKEN` a token)."""
     chars = sum(len(str(m.get("content") or "")) for m in messages)
-    return chars // 4 + min(max_tokens, 256)
+    return chars // CHARS_PER_TOKEN + min(max_tokens, 256)
 
 
 #: Where an executor's drive puts each outcome.

@@ -33,11 +33,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from framekit.judges.providers import provider_of
+from framekit.judges.usage import CHARS_PER_TOKEN
 
 #: ``ChatRequest.extra`` key: the lines that end a request's shared part.
 SHARED_UNTIL = "shared_until"
-#: Characters per token where the prefix's length is estimated (as the TPM bucket does).
-CHARS_PER_TOKEN = 4
 #: The fewest prompt tokens Anthropic caches at a marked block, by model family, most
 #: specific first (Anthropic's prompt caching documentation, December 2026, as quoted by
 #: the gateways that document it); a model not listed takes :data:`ANTHROPIC_DEFAULT_MIN`.

@@ -14,6 +14,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+#: Characters a prompt token is taken to hold where framekit estimates tokens without a
+#: tokenizer (the rate limiter's bucket, a budget's reservation, the dry run, the length
+#: of a shared prefix): about right for English prose with OpenAI's tokenizers.
+CHARS_PER_TOKEN = 4
+
 
 @dataclass(frozen=True)
 class Usage:
